@@ -1,0 +1,37 @@
+"""numgrad: PyTorch's gradient semantics for NumPy, compiled with Numba.
+
+>>> import numgrad as ng
+>>> x = ng.ones(10, requires_grad=True)
+>>> (x ** 2 + x ** 3).sum().backward()
+>>> x.grad[0]
+tensor(5.)
+"""
+from numgrad.dtypes import dtype, float32, float64, int64, bool_ as bool  # noqa: A001
+from numgrad.grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,
+                               inference_mode, is_inference_mode_enabled)
+from numgrad.tensor import Tensor, device
+from numgrad.creation import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, rand,
+                              randn, randint, arange, linspace, zeros_like, ones_like, empty_like,
+                              full_like, rand_like, randn_like, manual_seed)
+from numgrad.ops import (neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, clone,
+                         add, sub, mul, div, pow, maximum, minimum, where, clamp, clip, eq, ne,
+                         lt, le, gt, ge, logical_and, logical_or, logical_not, sum, mean, amax,
+                         amin, max, min, argmax, argmin, reshape, flatten, squeeze, unsqueeze,
+                         permute, transpose, t, expand, broadcast_to, cat, stack, matmul,
+                         divide, multiply, subtract, concatenate, concat)
+from numgrad import autograd, nn  # noqa: F401
+from numgrad.nn.functional import softmax, log_softmax, logsumexp
+
+float = float32  # noqa: A001  (PyTorch spells the default float dtype this way too)
+double = float64
+long = int64
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # jit is a room above eager numgrad: import it only when asked for.
+    if name in ("jit", "grad", "value_and_grad", "TracingError"):
+        from numgrad import jit as _jit
+        return getattr(_jit, name)
+    raise AttributeError(f"module 'numgrad' has no attribute {name!r}")

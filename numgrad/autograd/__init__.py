@@ -1,0 +1,8 @@
+"""autograd: graph nodes, saved tensors, and the engine that runs them.
+
+``graph`` is the low half (imported by the op dispatcher); ``engine`` the high
+half (it uses ops to accumulate gradients).
+"""
+from numgrad.autograd.graph import Node, AccumulateGrad, SavedTensor  # noqa: F401
+from numgrad.autograd.engine import backward, grad  # noqa: F401
+from numgrad.grad_mode import no_grad, enable_grad, set_grad_enabled  # noqa: F401

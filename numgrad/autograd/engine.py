@@ -1,0 +1,306 @@
+"""autograd.engine: runs the backward graph (``backward`` and ``grad``).
+
+Room: autograd. Imports tensor, grad_mode, autograd.graph, and ops (for
+gradient accumulation, which must itself be differentiable under
+``create_graph``).
+
+The engine walks from the roots, counts each node's incoming edges, and runs a
+node once all of them have delivered (Kahn's algorithm; among ready nodes the
+most recently created runs first, as in PyTorch). Before a gradient is used it
+passes through the tensor hooks registered for it; ``retain_grad`` and
+``autograd.grad``'s captures see it after the hooks.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from numgrad import ops as _ops
+from numgrad.autograd.graph import AccumulateGrad, edge_of
+from numgrad.grad_mode import is_grad_enabled, no_grad, set_grad_enabled, _set_enabled
+from numgrad.tensor import Tensor
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs, grad_outputs, create_graph):
+    grads = []
+    for i, out in enumerate(outputs):
+        g = None if grad_outputs is None else grad_outputs[i]
+        if g is None:
+            if out._requires_grad and out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = Tensor._make(np.ones(out.shape, out._data.dtype) if type(out._data) is np.ndarray
+                             else _ones_like_payload(out))
+        else:
+            if not isinstance(g, Tensor):
+                raise TypeError(f"gradient must be a Tensor or None, not {type(g).__name__}")
+            if g.shape != out.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{g.shape} and output[{i}] has a shape of {out.shape}.")
+            if out.dtype.is_floating_point and g.dtype is not out.dtype:
+                if not g.dtype.is_floating_point:
+                    raise RuntimeError(f"For complex Tensors, both grad_output and output are "
+                                       f"required to have the same dtype. Mismatch in dtype: "
+                                       f"grad_output[{i}] has a dtype of {g.dtype} and "
+                                       f"output[{i}] has a dtype of {out.dtype}.")
+            if not create_graph:
+                g = g.detach()
+        grads.append(g)
+    return grads
+
+
+def _ones_like_payload(out):
+    from numgrad.creation import ones_like
+    return ones_like(out)._data
+
+
+def _roots(outputs):
+    roots = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"backward: expected Tensors, got {type(out).__name__} at {i}")
+        node, nr = edge_of(out)
+        if node is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+        roots.append((node, nr))
+    return roots
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of ``tensors`` into the leaves' ``.grad``.
+
+    >>> x = ng.ones(3, requires_grad=True)
+    >>> ng.autograd.backward((x * 2).sum()); x.grad
+    tensor([2., 2., 2.])
+    """
+    tensors = _as_tuple(tensors)
+    grad_tensors = _as_tuple(grad_tensors)
+    if grad_tensors is not None and len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs: got "
+                           f"{len(grad_tensors)} gradients for {len(tensors)} tensors")
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _roots(tensors)
+    grads = _make_grads(tensors, grad_tensors, create_graph)
+    targets = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        targets = {}
+        for t in inputs:
+            node, nr = edge_of(t)
+            if node is None:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            targets[(node, nr)] = t
+    captured = _execute(roots, grads, retain_graph, create_graph, targets, accumulate=True)
+    for (node, nr), t in (targets or {}).items():
+        g = captured.get((node, nr))
+        if g is not None and not isinstance(node, AccumulateGrad):
+            _accumulate_into(t, g, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, materialize_grads=False):
+    """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).
+
+    >>> x = ng.tensor([1., 2.], requires_grad=True)
+    >>> ng.autograd.grad((x ** 3).sum(), x)
+    (tensor([ 3., 12.]),)
+    """
+    outputs = _as_tuple(outputs)
+    inputs_t = _as_tuple(inputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if retain_graph is None:
+        retain_graph = create_graph
+    if grad_outputs is not None and len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad requires one grad_output per output: got {len(grad_outputs)} "
+                           f"for {len(outputs)} outputs")
+    roots = _roots(outputs)
+    grads = _make_grads(outputs, grad_outputs, create_graph)
+    targets = {}
+    for t in inputs_t:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad: inputs must be Tensors, got {type(t).__name__}")
+        node, nr = edge_of(t)
+        if node is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        targets[(node, nr)] = t
+    captured = _execute(roots, grads, retain_graph, create_graph, targets, accumulate=False)
+    result = []
+    for i, t in enumerate(inputs_t):
+        g = captured.get(edge_of(t))
+        if g is None:
+            if materialize_grads:
+                from numgrad.creation import zeros_like
+                g = zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+        result.append(g)
+    return tuple(result)
+
+
+def _add(a, b):
+    return b if a is None else _ops.add(a, b)
+
+
+def _needed(roots, targets):
+    """Nodes from which a target can be reached (None: every node is needed)."""
+    if targets is None:
+        return None
+    target_nodes = {n for n, _ in targets}
+    needed = {}
+    # Iterative post-order DFS: a node is needed if it is a target or any child is.
+    for root, _ in roots:
+        if root in needed:
+            continue
+        stack = [(root, iter(root.next_functions))]
+        needed[root] = root in target_nodes
+        while stack:
+            node, it = stack[-1]
+            advanced = False
+            for child, _ in it:
+                if child is None:
+                    continue
+                if child not in needed:
+                    needed[child] = child in target_nodes
+                    stack.append((child, iter(child.next_functions)))
+                    advanced = True
+                    break
+                if needed[child]:
+                    needed[node] = True
+            if not advanced:
+                stack.pop()
+                if stack and needed[node]:
+                    needed[stack[-1][0]] = True
+    return {n for n, v in needed.items() if v}
+
+
+def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
+    needed = _needed(roots, targets)
+    # Count incoming edges among the nodes we will run.
+    deps = {}
+    seen = set()
+    stack = []
+    for node, _ in roots:
+        if node not in seen and (needed is None or node in needed):
+            seen.add(node)
+            stack.append(node)
+    while stack:
+        node = stack.pop()
+        for child, _ in node.next_functions:
+            if child is None or (needed is not None and child not in needed):
+                continue
+            deps[child] = deps.get(child, 0) + 1
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+
+    buffers = {}
+    for (node, nr), g in zip(roots, grads):
+        if needed is not None and node not in needed:
+            continue
+        buf = buffers.setdefault(node, {})
+        buf[nr] = _add(buf.get(nr), g) if nr in buf else g
+    ready = []
+    for node in buffers:
+        if deps.get(node, 0) == 0:
+            heapq.heappush(ready, (_priority(node), id(node), node))
+
+    captured = {}
+    prev = is_grad_enabled()
+    _set_enabled(create_graph)
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            buf = buffers.pop(node, {})
+            for nr in list(buf):
+                buf[nr] = _run_hooks(node, nr, buf[nr])
+                if targets is not None and (node, nr) in targets:
+                    captured[(node, nr)] = buf[nr]
+            if isinstance(node, AccumulateGrad):
+                if accumulate and 0 in buf and (targets is None or (node, 0) in targets):
+                    _accumulate_into(node.variable, buf[0], create_graph)
+                continue
+            if targets is not None and not any(
+                    c in needed for c, _ in node.next_functions if c is not None):
+                continue  # only captured here; nothing below leads to a target
+            grads_in = [buf.get(i) for i in range(node.num_outputs)]
+            if all(g is None for g in grads_in):
+                outs = [None] * len(node.next_functions)
+            else:
+                outs = node.apply(grads_in)
+                if not retain_graph:
+                    node._release()
+            for (child, cnr), g in zip(node.next_functions, outs):
+                if child is None or (needed is not None and child not in needed):
+                    continue
+                if g is not None:
+                    cbuf = buffers.setdefault(child, {})
+                    cbuf[cnr] = _add(cbuf.get(cnr), g)
+                deps[child] -= 1
+                if deps[child] == 0:
+                    buffers.setdefault(child, {})
+                    heapq.heappush(ready, (_priority(child), id(child), child))
+    finally:
+        _set_enabled(prev)
+    return captured
+
+
+def _priority(node):
+    # AccumulateGrad first (PyTorch gives it the highest sequence number), then newest first.
+    return -(1 << 62) if isinstance(node, AccumulateGrad) else -node._seq
+
+
+def _run_hooks(node, nr, g):
+    hooks = node._hooks_for(nr)
+    if hooks:
+        for hook in list(hooks.values()):
+            r = hook(g)
+            if r is not None:
+                if not isinstance(r, Tensor):
+                    raise TypeError(f"hook returned {type(r).__name__}; a hook must return a "
+                                    "Tensor or None")
+                if r.shape != g.shape:
+                    raise RuntimeError(f"hook '{getattr(hook, '__name__', 'hook')}' has changed "
+                                       f"the size of value: expected {g.shape}, got {r.shape}")
+                g = r
+    if node._retained is not None:
+        ref = node._retained.get(nr)
+        t = ref() if ref is not None else None
+        if t is not None:
+            _accumulate_into(t, g, is_grad_enabled())
+    return g
+
+
+def _accumulate_into(t, g, create_graph):
+    """``t.grad += g``, in place when no graph is being built (as PyTorch does)."""
+    if g._data.dtype != t._data.dtype:
+        g = g.to(t.dtype)
+    if g.shape != t.shape:
+        g = _ops.sum_to(g, t.shape)
+    cur = t._grad
+    if cur is None:
+        if create_graph:
+            t._grad = g
+        else:
+            with no_grad():
+                t._grad = _ops.clone(g.detach())
+    elif create_graph or type(cur._data) is not np.ndarray or type(g._data) is not np.ndarray:
+        t._grad = _ops.add(cur, g)
+    else:
+        cur._data += g._data
+        cur._vc.value += 1

@@ -1,0 +1,173 @@
+"""autograd.graph: the backward graph's nodes and the tensors they save.
+
+Room: autograd (low half). Imports only ``numgrad.tensor``; the op dispatcher
+builds these nodes and the engine (``autograd.engine``) runs them.
+
+A node is one backward step. ``next_functions`` holds one ``(node, output_nr)``
+edge per forward input (``(None, 0)`` for inputs that need no gradient). Tensor
+hooks on a node's outputs are kept on the node itself, so they outlive the
+Python tensor object, as in PyTorch.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections import OrderedDict
+
+from numgrad.tensor import Tensor
+
+_sequence = itertools.count()
+
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward.")
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+               "bool": "BoolTensor"}
+
+
+class Node:
+    """Base of every backward step; subclasses define ``apply(grads) -> grads per input``."""
+
+    __slots__ = ("next_functions", "_seq", "_pre_hooks", "_retained", "__weakref__")
+
+    def __init__(self, next_functions=()):
+        self.next_functions = next_functions
+        self._seq = next(_sequence)
+        self._pre_hooks = None   # {output_nr: OrderedDict of tensor hooks}
+        self._retained = None    # {output_nr: weakref to the tensor that called retain_grad}
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    def apply(self, grads):
+        raise NotImplementedError
+
+    def __call__(self, *grads):
+        return self.apply(list(grads))
+
+    @property
+    def num_outputs(self):
+        return 1
+
+    def _release(self):
+        """Free saved tensors after a backward without ``retain_graph``."""
+
+    def _tensor_pre_hooks(self, output_nr):
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return self._pre_hooks.setdefault(output_nr, OrderedDict())
+
+    def _hooks_for(self, output_nr):
+        return None if self._pre_hooks is None else self._pre_hooks.get(output_nr)
+
+    def _retain_grad(self, tensor):
+        if self._retained is None:
+            self._retained = {}
+        self._retained[tensor._output_nr] = weakref.ref(tensor)
+
+
+class AccumulateGrad(Node):
+    """The sink for a leaf tensor: adds the incoming gradient into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        super().__init__(())
+        self.variable = variable
+
+    def _hooks_for(self, output_nr):
+        return self.variable._hooks
+
+    def _tensor_pre_hooks(self, output_nr):
+        return self.variable._tensor_hooks_dict()
+
+
+def accumulator_of(t: Tensor) -> AccumulateGrad:
+    """The leaf's AccumulateGrad, made once and cached weakly as PyTorch does."""
+    acc = t._accumulator() if t._accumulator is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._accumulator = weakref.ref(acc)
+    return acc
+
+
+def edge_of(t: Tensor):
+    """The ``(node, output_nr)`` a gradient for ``t`` flows into, or ``(None, 0)``."""
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if t._requires_grad:
+        return (accumulator_of(t), 0)
+    return (None, 0)
+
+
+def describe(data, dtype_name) -> str:
+    shape = ", ".join(str(s) for s in data.shape)
+    return f"[numgrad.{_TYPE_NAMES.get(dtype_name, 'Tensor')} [{shape}]]"
+
+
+class SavedTensor:
+    """A tensor a node needs in its backward, with the version it had when saved.
+
+    Saving a node's own output keeps only its payload (a tensor holding its
+    grad_fn would be a reference cycle); unpacking rebuilds it with the node as
+    grad_fn, so the saved output stays differentiable under ``create_graph``.
+    """
+
+    __slots__ = ("_tensor", "_data", "_vc", "_version", "_output_nr", "_freed", "_producer",
+                 "_requires_grad")
+
+    def __init__(self, t: Tensor, is_output: bool = False):
+        self._vc = t._vc
+        self._version = t._vc.value
+        self._freed = False
+        if is_output:
+            self._tensor = None
+            self._data = t._data
+            self._output_nr = t._output_nr
+            self._requires_grad = t._requires_grad
+        else:
+            self._tensor = t
+            self._data = None
+        self._producer = t.grad_fn
+
+    def unpack(self, node: Node) -> Tensor:
+        if self._freed:
+            raise RuntimeError(_FREED)
+        if self._vc.value != self._version:
+            data = self._data if self._tensor is None else self._tensor._data
+            from numgrad import dtypes
+            what = describe(data, dtypes.from_numpy_dtype(data.dtype).name)
+            producer = node if self._tensor is None else self._producer
+            if producer is not None:
+                name = producer.name()
+                for suffix in ("Backward0", "Backward1", "Backward2"):
+                    if name.endswith(suffix):
+                        name = name[: -len(suffix)]
+                what += f", which is output 0 of {name},"
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {what} is at version {self._vc.value}; expected version "
+                f"{self._version} instead. Hint: enable anomaly detection to find the operation "
+                "that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        if self._tensor is not None:
+            return self._tensor
+        return Tensor._make(self._data, node if self._requires_grad else None, self._vc,
+                            self._output_nr)
+
+    def rebase(self, t: Tensor):
+        """After an in-place op, the saved output is the modified tensor itself."""
+        self._data = t._data
+        self._vc = t._vc
+        self._version = t._vc.value
+
+    def free(self):
+        self._freed = True
+        self._tensor = None
+        self._data = None

@@ -1,0 +1,202 @@
+"""creation: factories (tensor, zeros, ones, rand, ...) and the random seed.
+
+Room: core. Imports tensor and dtypes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numgrad import dtypes as _dt
+from numgrad.tensor import Tensor, device as _device
+
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int):
+    """Seed numgrad's random generator (rand, randn)."""
+    global _rng
+    _rng = np.random.default_rng(int(seed))
+    return _rng
+
+
+def _infer_dtype(data):
+    """PyTorch's inference: bools -> bool, ints -> int64, any float -> default float."""
+    kinds = set()
+
+    def walk(x):
+        if isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+        elif isinstance(x, Tensor):
+            kinds.add(x.dtype)
+        elif isinstance(x, (bool, np.bool_)):
+            kinds.add(_dt.bool_)
+        elif isinstance(x, (int, np.integer)):
+            kinds.add(_dt.int64)
+        elif isinstance(x, (float, np.floating)):
+            kinds.add(_dt.default_float)
+        else:
+            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+    walk(data)
+    if not kinds:
+        return _dt.default_float
+    return max(kinds, key=lambda d: d._rank)
+
+
+def _to_array(data, dtype=None):
+    """Copy ``data`` into a fresh NumPy array with numgrad's dtype rules."""
+    if isinstance(data, Tensor):
+        arr = data._concrete()
+        d = _dt.as_dtype(dtype) if dtype is not None else data.dtype
+        return np.array(arr, dtype=d.np, copy=True)
+    if isinstance(data, np.ndarray):
+        d = _dt.as_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
+        return np.array(data, dtype=d.np, copy=True)
+    if isinstance(data, (str, bytes, dict, set)) or data is None:
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+    if isinstance(data, (list, tuple)) and any(isinstance(v, Tensor) for v in _flat(data)):
+        data = _tensors_to_lists(data)
+    try:
+        return np.array(data, dtype=d.np)
+    except ValueError as e:
+        raise ValueError(f"could not build a tensor from the given data: {e}") from None
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        for v in x:
+            yield from _flat(v)
+    else:
+        yield x
+
+
+def _tensors_to_lists(x):
+    if isinstance(x, (list, tuple)):
+        return [_tensors_to_lists(v) for v in x]
+    return x.tolist() if isinstance(x, Tensor) else x
+
+
+def _finish(arr, requires_grad, device):
+    t = Tensor._make(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    if device is not None and _device(device).type != "cpu":
+        t = t.to(device)
+    return t
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of ``data``.
+
+    >>> ng.tensor([1., 2.], requires_grad=True)
+    tensor([1., 2.], requires_grad=True)
+    """
+    return _finish(_to_array(data, dtype), requires_grad, device)
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor) and (dtype is None or data.dtype is _dt.as_dtype(dtype)):
+        return data
+    if isinstance(data, np.ndarray) and dtype is None:
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(a: np.ndarray) -> Tensor:
+    """A tensor that shares memory with the NumPy array ``a`` (and keeps its dtype)."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
+    d = _dt.from_numpy_dtype(a.dtype)
+    if d.np != a.dtype:
+        raise TypeError(f"can't convert np.ndarray of type {a.dtype}. The only supported types "
+                        "are: float64, float32, int64 and bool.")
+    return Tensor._make(a)
+
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    return tuple(int(s) for s in size)
+
+
+def _float_dtype(dtype):
+    return _dt.as_dtype(dtype) if dtype is not None else _dt.default_float
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(np.zeros(_size(size), _float_dtype(dtype).np), requires_grad, device)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(np.ones(_size(size), _float_dtype(dtype).np), requires_grad, device)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(np.empty(_size(size), _float_dtype(dtype).np), requires_grad, device)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.of_scalar(fill_value)
+    return _finish(np.full(_size((size,)), fill_value, d.np), requires_grad, device)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    d = _float_dtype(dtype)
+    return _finish(_rng.random(_size(size)).astype(d.np), requires_grad, device)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    d = _float_dtype(dtype)
+    return _finish(_rng.standard_normal(_size(size)).astype(d.np), requires_grad, device)
+
+
+def randint(low, high=None, size=(), dtype=None, device=None):
+    if high is None:
+        low, high = 0, low
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    return _finish(_rng.integers(low, high, _size((size,))).astype(d.np), False, device)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        ints = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        d = _dt.int64 if ints else _dt.default_float
+    else:
+        d = _dt.as_dtype(dtype)
+    return _finish(np.arange(start, end, step).astype(d.np), requires_grad, device)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    d = _float_dtype(dtype)
+    return _finish(np.linspace(start, end, int(steps)).astype(d.np), requires_grad, device)
+
+
+def _like(x, dtype):
+    return _dt.as_dtype(dtype) if dtype is not None else x.dtype
+
+
+def zeros_like(x, dtype=None, device=None, requires_grad=False):
+    return _finish(np.zeros(x.shape, _like(x, dtype).np), requires_grad, device)
+
+
+def ones_like(x, dtype=None, device=None, requires_grad=False):
+    return _finish(np.ones(x.shape, _like(x, dtype).np), requires_grad, device)
+
+
+def empty_like(x, dtype=None, device=None, requires_grad=False):
+    return _finish(np.empty(x.shape, _like(x, dtype).np), requires_grad, device)
+
+
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+    return _finish(np.full(x.shape, fill_value, _like(x, dtype).np), requires_grad, device)
+
+
+def rand_like(x, dtype=None, requires_grad=False):
+    return rand(x.shape, dtype=_like(x, dtype), requires_grad=requires_grad)
+
+
+def randn_like(x, dtype=None, requires_grad=False):
+    return randn(x.shape, dtype=_like(x, dtype), requires_grad=requires_grad)

@@ -1,0 +1,128 @@
+"""grad_mode: whether operations record a graph, per thread.
+
+Room: leaf. ``no_grad``, ``enable_grad``, ``set_grad_enabled`` and
+``inference_mode`` work as context managers and as decorators, with or without
+parentheses, as in PyTorch.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+
+_state = threading.local()
+
+
+def is_grad_enabled() -> bool:
+    return getattr(_state, "enabled", True)
+
+
+def _set_enabled(mode: bool) -> None:
+    _state.enabled = bool(mode)
+
+
+def is_inference_mode_enabled() -> bool:
+    return getattr(_state, "inference", False)
+
+
+class _GradModeContext:
+    """Base for the grad-mode managers: a context manager and a decorator."""
+
+    def __new__(cls, *args, **kwargs):
+        # `@ng.no_grad` without parentheses hands us the function itself.
+        if len(args) == 1 and not kwargs and callable(args[0]) and cls._bare_decorator_ok:
+            return cls()(args[0])
+        return super().__new__(cls)
+
+    _bare_decorator_ok = True
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self._clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def _clone(self):
+        return type(self)()
+
+    def __enter__(self):
+        self._prev = is_grad_enabled()
+        _set_enabled(self._mode())
+
+    def __exit__(self, *exc):
+        _set_enabled(self._prev)
+        return False
+
+
+class no_grad(_GradModeContext):
+    """Disable graph recording. ``with ng.no_grad(): y = x * 2`` gives ``y.requires_grad == False``."""
+
+    def _mode(self):
+        return False
+
+
+class enable_grad(_GradModeContext):
+    """Enable graph recording inside a ``no_grad`` region."""
+
+    def _mode(self):
+        return True
+
+
+class set_grad_enabled(_GradModeContext):
+    """``ng.set_grad_enabled(False)`` takes effect at once, and also works as a context manager."""
+
+    _bare_decorator_ok = False
+
+    def __init__(self, mode: bool):
+        self.mode = bool(mode)
+        self._prev = is_grad_enabled()
+        _set_enabled(self.mode)
+
+    def _mode(self):
+        return self.mode
+
+    def __call__(self, fn):
+        _set_enabled(self._prev)  # as a decorator it applies per call, not at definition
+        return super().__call__(fn)
+
+    def _clone(self):
+        return _Restoring(self.mode)
+
+    def __enter__(self):
+        pass  # already applied in __init__, as PyTorch does
+
+    def __exit__(self, *exc):
+        _set_enabled(self._prev)
+        return False
+
+
+class _Restoring(_GradModeContext):
+    _bare_decorator_ok = False
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def _mode(self):
+        return self.mode
+
+
+class inference_mode(_GradModeContext):
+    """Like ``no_grad`` (numgrad keeps no separate inference tensors)."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+
+    def _mode(self):
+        return not self.mode and is_grad_enabled()
+
+    def _clone(self):
+        return inference_mode(self.mode)
+
+    def __enter__(self):
+        self._prev_inf = is_inference_mode_enabled()
+        _state.inference = self.mode
+        super().__enter__()
+
+    def __exit__(self, *exc):
+        _state.inference = self._prev_inf
+        return super().__exit__(*exc)

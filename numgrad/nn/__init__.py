@@ -1,0 +1,2 @@
+"""nn: the functional layer library (``ng.nn.functional``)."""
+from numgrad.nn import functional  # noqa: F401

@@ -1,0 +1,26 @@
+"""ops: the op registry and every op's single definition, one module per family.
+
+Room: ops. Imports tensor, dtypes, grad_mode and autograd.graph; never jit.
+``REGISTRY`` maps primitive names to their ``Primitive`` (impl, shape rule,
+vjp rules, lowering); the functions below are the public spellings.
+"""
+from numgrad.ops.registry import REGISTRY, Primitive, defop
+from numgrad.ops.dispatch import apply, evaluate, sum_to, broadcast_shapes
+from numgrad.ops.elementwise import (
+    neg, abs_ as abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, clone,
+    add, sub, mul, div, maximum, minimum, where, eq, ne, lt, le, gt, ge,
+    logical_and, logical_or, logical_not,
+)
+from numgrad.ops.reduction import sum, mean, amax, amin, max, min, argmax, argmin
+from numgrad.ops.layout import (
+    reshape, view, flatten, squeeze, unsqueeze, permute, transpose, t, expand, broadcast_to,
+    cat, stack,
+)
+from numgrad.ops.indexing import getitem, index_put
+from numgrad.ops.linalg import matmul
+from numgrad.ops.methods import pow, clamp, to
+from numgrad.ops import inplace  # noqa: F401  (registers fill/copy)
+
+divide, multiply, subtract, true_divide = div, mul, sub, div
+concatenate, concat = cat, cat
+clip = clamp

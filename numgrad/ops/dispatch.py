@@ -1,0 +1,270 @@
+"""ops.dispatch: the one seam every op goes through.
+
+Room: ops. Imports tensor, dtypes, grad_mode and autograd.graph (never jit).
+
+``apply(prim, *args, **params)`` evaluates a primitive on tensors and, when
+grad mode is on and an input requires grad, records an ``OpNode``. Evaluation
+asks the payloads how: a NumPy array runs ``prim.impl``; a payload carrying an
+``_ng_interpreter`` (the jit tracer's IR values) hands the call to it. That is
+the only place tracing plugs into eager code.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from numgrad import dtypes as _dt
+from numgrad.autograd.graph import Node, SavedTensor, edge_of
+from numgrad.grad_mode import is_grad_enabled
+from numgrad.tensor import Tensor
+
+_ndarray = np.ndarray
+
+
+def evaluate(prim, datas, params):
+    """Run ``prim`` on payloads (no autograd): NumPy eagerly, else the payload's interpreter."""
+    for d in datas:
+        if type(d) is not _ndarray:
+            interp = getattr(d, "_ng_interpreter", None)
+            if interp is not None:
+                return interp.process(prim, datas, params)
+    out = prim.impl(*datas, **params)
+    return out if type(out) is _ndarray else np.asarray(out)
+
+
+def broadcast_shapes(*shapes):
+    """NumPy's broadcast rule, failing with PyTorch's message."""
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(-ndim, 0):
+        size = 1
+        for k, s in enumerate(shapes):
+            if len(s) >= -i:
+                d = s[i]
+                if d != 1:
+                    if size != 1 and d != size:
+                        a, b = ("a", "b")
+                        raise RuntimeError(
+                            f"The size of tensor {a} ({size}) must match the size of tensor {b} "
+                            f"({d}) at non-singleton dimension {ndim + i}")
+                    size = d
+        out.append(size)
+    return tuple(out)
+
+
+def _type_error(prim, x):
+    return TypeError(f"{prim.name}(): expected a Tensor or a number, but got "
+                     f"{type(x).__name__}; wrap arrays with ng.tensor(...)")
+
+
+def promote_operands(prim, args):
+    """Tensors stay as given (they are what the graph records); scalars become 0-d
+    tensors; payloads are cast to the common dtype, as PyTorch's type promotion says."""
+    first = None
+    same = True
+    for a in args:
+        if type(a) is not Tensor and not isinstance(a, Tensor):
+            same = False
+            break
+        dt = a._data.dtype
+        if first is None:
+            first = dt
+        elif dt != first:
+            same = False
+            break
+    if same:
+        return list(args), [a._data for a in args], _dt.from_numpy_dtype(first)
+    keys = []
+    for a in args:
+        if isinstance(a, Tensor):
+            keys.append((a.dtype, a.ndim, False))
+        elif isinstance(a, (numbers.Number, np.bool_)) and not isinstance(a, complex):
+            keys.append((_dt.of_scalar(a), 0, True))
+        else:
+            raise _type_error(prim, a)
+    rd = _dt.promote(keys)
+    tensors = [a if isinstance(a, Tensor) else Tensor._make(np.asarray(a, rd.np)) for a in args]
+    datas = []
+    for t in tensors:
+        d = t._data
+        if d.dtype != rd.np:
+            d = evaluate(to_dtype_prim(), [d], {"dtype": rd.np})
+        datas.append(d)
+    return tensors, datas, rd
+
+
+def to_dtype_prim():
+    from numgrad.ops.elementwise import to_dtype  # defined with the other unary ops
+    return to_dtype
+
+
+def apply(prim, *args, **params):
+    """Evaluate ``prim`` on ``args`` and record its backward node when grad mode asks."""
+    if len(args) != len(prim.inputs) and not prim.variadic:
+        raise TypeError(f"{prim.name}() takes {len(prim.inputs)} tensor argument(s) "
+                        f"{prim.inputs} but got {len(args)}; static parameters {prim.params} "
+                        "go by keyword")
+    if prim.kind != "other":
+        tensors, datas, _ = promote_operands(prim, args)
+        if len(tensors) > 1:
+            s0 = tensors[0]._data.shape
+            for t in tensors:
+                if t._data.shape != s0:
+                    broadcast_shapes(*[t._data.shape for t in tensors])
+                    break
+    else:
+        tensors = args[0] if prim.variadic else args
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{prim.name}(): argument must be Tensor, not {type(t).__name__}")
+        datas = [t._data for t in tensors]
+    out_data = evaluate(prim, datas, params)
+    vc = None
+    if prim.view and out_data is not datas[0] and _shares(out_data, datas[0]):
+        vc = tensors[0]._vc
+    if not (prim.vjps is not None and is_grad_enabled()):
+        out = Tensor._make(out_data, None, vc)
+    else:
+        needed = _needed_inputs(prim, tensors)
+        if not needed:
+            out = Tensor._make(out_data, None, vc)
+        else:
+            node = OpNode(prim, params, tensors, needed)
+            out = Tensor._make(out_data, node, vc)
+            if node._wants_out:
+                node._saved["out"] = SavedTensor(out, is_output=True)
+    if vc is not None:
+        base = tensors[0]
+        out._base = base._base if base._base is not None else base
+    return out
+
+
+def _shares(a, b):
+    # NOTE: numpy returns a fresh array when reshape must copy; only real views share.
+    base = getattr(a, "base", None)
+    return base is not None and (base is b or base is getattr(b, "base", None)
+                                 or np.may_share_memory(a, b))
+
+
+def _needed_inputs(prim, tensors):
+    if prim.variadic:
+        return tuple(i for i, t in enumerate(tensors) if t._requires_grad)
+    rules = prim.vjps
+    return tuple(i for i, t in enumerate(tensors) if t._requires_grad and rules[i] is not None)
+
+
+class OpNode(Node):
+    """The backward of one primitive application (``MulBackward0``...)."""
+
+    __slots__ = ("_prim", "_params", "_saved", "_shapes", "_dtypes", "_needed", "_wants_out")
+
+    def __init__(self, prim, params, tensors, needed):
+        super().__init__(tuple(edge_of(t) for t in tensors))
+        self._prim = prim
+        self._params = params
+        self._shapes = tuple(t._data.shape for t in tensors)
+        self._dtypes = tuple(t._data.dtype for t in tensors)
+        self._needed = needed
+        saved = {}
+        wants_out = False
+        rule_needs = prim.needs
+        names = prim.inputs
+        for i in (range(1) if prim.variadic else needed):
+            for n in rule_needs[i]:
+                if n == "out":
+                    wants_out = True
+                elif n in saved:
+                    continue
+                elif prim.variadic and n == names[0][1:]:
+                    saved[n] = [SavedTensor(t) for t in tensors]
+                elif n in names:
+                    saved[n] = SavedTensor(tensors[names.index(n)])
+        self._saved = saved
+        self._wants_out = wants_out
+
+    def name(self):
+        return self._prim.node_name(self._params, self._shapes)
+
+    @property
+    def metadata(self):
+        return {"primitive": self._prim.name, "params": self._params}
+
+    def _release(self):
+        for s in self._saved.values():
+            if isinstance(s, list):
+                for x in s:
+                    x.free()
+            else:
+                s.free()
+
+    def _kwargs(self, needs):
+        prim = self._prim
+        kw = {}
+        for n in needs:
+            s = self._saved.get(n)
+            if s is not None:
+                kw[n] = [x.unpack(self) for x in s] if isinstance(s, list) else s.unpack(self)
+            elif n in self._params:
+                kw[n] = self._params[n]
+            elif n == "shapes":
+                kw[n] = self._shapes
+            elif n == "dtypes":
+                kw[n] = self._dtypes
+            elif n.endswith("_shape"):
+                kw[n] = self._shapes[prim.inputs.index(n[:-6])]
+            elif n.endswith("_dtype"):
+                kw[n] = self._dtypes[prim.inputs.index(n[:-6])]
+        return kw
+
+    def apply(self, grads):
+        g = grads[0]
+        prim = self._prim
+        n_in = len(self.next_functions)
+        result = [None] * n_in
+        if g is None:
+            return result
+        if prim.variadic:
+            rule = prim.vjps[0]
+            outs = rule(g, **self._kwargs(prim.needs[0]))
+            for i in self._needed:
+                result[i] = outs[i]
+        else:
+            for i in self._needed:
+                result[i] = prim.vjps[i](g, **self._kwargs(prim.needs[i]))
+        for i in self._needed:
+            r = result[i]
+            if r is None:
+                continue
+            if not isinstance(r, Tensor):
+                raise TypeError(f"vjp of {prim.name} returned {type(r).__name__}")
+            if r._data.shape != self._shapes[i]:
+                r = sum_to(r, self._shapes[i])
+            if r._data.dtype != self._dtypes[i]:
+                r = apply(to_dtype_prim(), r, dtype=self._dtypes[i])
+            result[i] = r
+        return result
+
+    def _rebase_output(self, t):
+        s = self._saved.get("out")
+        if s is not None:
+            s.rebase(t)
+
+
+def sum_to(g, shape):
+    """Sum ``g`` down to ``shape`` (the inverse of broadcasting): unbroadcast, done once here."""
+    from numgrad.ops.reduction import sum as _sum
+    from numgrad.ops.layout import reshape
+    gshape = g._data.shape
+    if gshape == tuple(shape):
+        return g
+    lead = len(gshape) - len(shape)
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == 1 and gshape[lead + i] != 1:
+            dims.append(lead + i)
+    if dims:
+        g = _sum(g, tuple(dims), keepdim=True)
+    if g._data.shape != tuple(shape):
+        g = reshape(g, tuple(shape))
+    return g

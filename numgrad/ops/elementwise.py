@@ -1,0 +1,173 @@
+"""ops.elementwise: pointwise primitives (one loop body each, fused by the compiler).
+
+Room: ops. Each ``defop`` is the single definition of an op: NumPy impl, vjp
+rules written in numgrad ops, and the scalar lowering template that the CPU and
+CUDA emitters share. Templates name helper functions (``exp``, ``sigmoid``...)
+that each backend provides; they are not Python's ``math`` module on purpose,
+so that a backend can substitute vectorisable implementations.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numgrad.ops.dispatch import apply
+from numgrad.ops.registry import defop
+
+E = "elementwise"
+
+
+def _np_sigmoid(x):
+    # Split by sign so exp never overflows: for x<0, sigmoid = e^x / (1 + e^x).
+    with np.errstate(over="ignore"):
+        e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def _np_relu(x):
+    return np.maximum(x, np.zeros((), x.dtype))
+
+
+def _np_sign(x):
+    return np.sign(x)
+
+
+# ------------------------------------------------------------------ unary
+neg = defop("neg", inputs=("x",), impl=np.negative, kind=E, lowering="(-{0})")
+abs_ = defop("abs", inputs=("x",), impl=np.abs, kind=E, lowering="abs({0})")
+sign = defop("sign", inputs=("x",), impl=_np_sign, kind=E, lowering="sign({0})")
+exp = defop("exp", inputs=("x",), impl=np.exp, kind=E, lowering="exp({0})")
+log = defop("log", inputs=("x",), impl=np.log, kind=E, lowering="log({0})")
+sqrt = defop("sqrt", inputs=("x",), impl=np.sqrt, kind=E, lowering="sqrt({0})")
+sin = defop("sin", inputs=("x",), impl=np.sin, kind=E, lowering="sin({0})")
+cos = defop("cos", inputs=("x",), impl=np.cos, kind=E, lowering="cos({0})")
+tanh = defop("tanh", inputs=("x",), impl=np.tanh, kind=E, lowering="tanh({0})")
+sigmoid = defop("sigmoid", inputs=("x",), impl=_np_sigmoid, kind=E, lowering="sigmoid({0})")
+relu = defop("relu", inputs=("x",), impl=_np_relu, kind=E, lowering="relu({0})")
+clone = defop("clone", inputs=("x",), impl=np.copy, kind=E, lowering="{0}")
+to_dtype = defop("to_dtype", inputs=("x",), params=("dtype",), node="ToCopyBackward0",
+                 impl=lambda x, dtype: x.astype(dtype), kind="other",
+                 abstract=lambda x, dtype: (x.shape, np.dtype(dtype)), lowering="cast")
+pow_scalar = defop("pow_scalar", inputs=("x",), params=("exponent",), node="PowBackward0",
+                   impl=lambda x, exponent: np.power(x, np.asarray(exponent, x.dtype)), kind=E,
+                   lowering="pow_scalar({0}, {exponent})")
+clamp = defop("clamp", inputs=("x",), params=("min", "max"), node="ClampBackward1",
+              impl=lambda x, min, max: np.clip(x, min, max).astype(x.dtype, copy=False), kind=E,
+              lowering="clamp({0}, {min}, {max})")
+
+neg.defvjp(lambda g: -g)
+abs_.defvjp(lambda g, x: g * sign(x))
+sign.defvjp(None)
+exp.defvjp(lambda g, out: g * out)
+log.defvjp(lambda g, x: g / x)
+sqrt.defvjp(lambda g, out: g / (out * 2))
+sin.defvjp(lambda g, x: g * cos(x))
+cos.defvjp(lambda g, x: -(g * sin(x)))
+tanh.defvjp(lambda g, out: g * (1 - out * out))
+sigmoid.defvjp(lambda g, out: g * (out * (1 - out)))
+relu.defvjp(lambda g, out: where(out > 0, g, 0))
+clone.defvjp(lambda g: g)
+to_dtype.defvjp(lambda g: g)  # the node casts back to the input's dtype
+
+
+def _pow_scalar_vjp(g, x, exponent):
+    if exponent == 0:
+        return g * 0
+    if exponent == 1:
+        return g
+    if exponent == 2:
+        return g * (x * 2)
+    return g * (pow_scalar(x, exponent=exponent - 1) * exponent)
+
+
+pow_scalar.defvjp(_pow_scalar_vjp)
+
+
+def _clamp_vjp(g, x, min, max):
+    keep = None
+    if min is not None:
+        keep = x >= min
+    if max is not None:
+        upper = x <= max
+        keep = upper if keep is None else logical_and(keep, upper)
+    return where(keep, g, 0)
+
+
+clamp.defvjp(_clamp_vjp)
+
+# ----------------------------------------------------------------- binary
+add = defop("add", inputs=("x", "y"), impl=np.add, kind=E, lowering="({0} + {1})")
+sub = defop("sub", inputs=("x", "y"), impl=np.subtract, kind=E, lowering="({0} - {1})")
+mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} * {1})")
+div = defop("div", inputs=("x", "y"), impl=np.true_divide, kind=E, lowering="({0} / {1})")
+pow_ = defop("pow", inputs=("x", "y"), impl=np.power, kind=E, node="PowBackward1",
+             lowering="pow({0}, {1})")
+maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E, lowering="max({0}, {1})")
+minimum = defop("minimum", inputs=("x", "y"), impl=np.minimum, kind=E, lowering="min({0}, {1})")
+
+add.defvjp(lambda g: g, lambda g: g)
+sub.defvjp(lambda g: g, lambda g: -g)
+mul.defvjp(lambda g, y: g * y, lambda g, x: g * x)
+div.defvjp(lambda g, y: g / y, lambda g, x, y: -(g * x) / (y * y))
+
+
+def _pow_base_vjp(g, x, y):
+    return g * (y * pow_(x, y - 1))
+
+
+def _pow_exponent_vjp(g, x, out):
+    # PyTorch's convention: d(0**y)/dy = 0 for y >= 0 (not nan from log(0)).
+    return g * where(x == 0, 0, out * log(x))
+
+
+pow_.defvjp(_pow_base_vjp, _pow_exponent_vjp)
+
+
+def _max_share(x, y):
+    # Ties split the gradient evenly, as PyTorch does.
+    return where(x > y, 1.0, where(x == y, 0.5, 0.0))
+
+
+maximum.defvjp(lambda g, x, y: g * _max_share(x, y).to(g.dtype),
+               lambda g, x, y: g * _max_share(y, x).to(g.dtype))
+minimum.defvjp(lambda g, x, y: g * _max_share(y, x).to(g.dtype),
+               lambda g, x, y: g * _max_share(x, y).to(g.dtype))
+
+# ------------------------------------------------------ comparisons (no grad)
+C = "compare"
+eq = defop("eq", inputs=("x", "y"), impl=np.equal, kind=C, lowering="({0} == {1})")
+ne = defop("ne", inputs=("x", "y"), impl=np.not_equal, kind=C, lowering="({0} != {1})")
+lt = defop("lt", inputs=("x", "y"), impl=np.less, kind=C, lowering="({0} < {1})")
+le = defop("le", inputs=("x", "y"), impl=np.less_equal, kind=C, lowering="({0} <= {1})")
+gt = defop("gt", inputs=("x", "y"), impl=np.greater, kind=C, lowering="({0} > {1})")
+ge = defop("ge", inputs=("x", "y"), impl=np.greater_equal, kind=C, lowering="({0} >= {1})")
+logical_and = defop("logical_and", inputs=("x", "y"), impl=np.logical_and, kind=C,
+                    lowering="({0} and {1})")
+logical_or = defop("logical_or", inputs=("x", "y"), impl=np.logical_or, kind=C,
+                   lowering="({0} or {1})")
+logical_not = defop("logical_not", inputs=("x",), impl=np.logical_not, kind=C,
+                    lowering="(not {0})")
+
+# ------------------------------------------------------------------- where
+_where = defop("where", inputs=("cond", "x", "y"), kind="other", impl=np.where,
+               abstract=None or (lambda c, x, y: (np.broadcast_shapes(c.shape, x.shape, y.shape),
+                                                  x.dtype)),
+               lowering="({1} if {0} else {2})")
+_where.defvjp(None, lambda g, cond: where(cond, g, 0), lambda g, cond: where(cond, 0, g))
+
+
+def where(cond, x, y):
+    """``x`` where ``cond`` holds, else ``y`` (numbers allowed); gradients flow to x and y."""
+    from numgrad.ops.dispatch import promote_operands, broadcast_shapes
+    from numgrad.tensor import Tensor
+    if not isinstance(cond, Tensor):
+        raise TypeError(f"where(): argument 'condition' must be Tensor, not {type(cond).__name__}")
+    if cond.dtype.name != "bool":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {cond.dtype.name}")
+    (x, y), _, rd = promote_operands(_where, (x, y))
+    broadcast_shapes(cond.shape, x.shape, y.shape)
+    if x.dtype is not rd:
+        x = x.to(rd)
+    if y.dtype is not rd:
+        y = y.to(rd)
+    return apply(_where, cond, x, y)

@@ -1,0 +1,148 @@
+"""ops.indexing: ``t[index]`` and ``t[index] = v``, basic and advanced.
+
+Room: ops. The backward of a gather is a scatter-add (repeated indices add
+up), and the backward of that scatter is the gather again, so every order of
+derivative is covered by these two primitives.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numgrad.ops.registry import defop
+
+
+def normalize_index(index, shape=None):
+    """A tuple of ints, slices, None, Ellipsis and int64/bool NumPy arrays."""
+    from numgrad.tensor import Tensor
+    if not isinstance(index, tuple):
+        index = (index,)
+    out = []
+    for k in index:
+        if isinstance(k, Tensor):
+            a = k._concrete()
+            if a.dtype == np.bool_ or a.ndim > 0:
+                k = a.astype(np.int64) if a.dtype.kind in "iu" else a
+            else:
+                k = int(a)
+        elif isinstance(k, (list, np.ndarray)):
+            k = np.asarray(k)
+            if k.dtype.kind in "iu":
+                k = k.astype(np.int64)
+            elif k.dtype != np.bool_:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        elif isinstance(k, (bool, np.bool_)):
+            k = np.asarray(k)
+        elif isinstance(k, (int, np.integer)):
+            k = int(k)
+        elif not (k is None or k is Ellipsis or isinstance(k, slice)):
+            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             f"byte Variables are valid indices (got {type(k).__name__})")
+        if isinstance(k, slice) and k.step is not None and k.step <= 0:
+            raise ValueError("step must be greater than zero")
+        out.append(k)
+    return tuple(out)
+
+
+def is_advanced(index):
+    return any(isinstance(k, np.ndarray) for k in index)
+
+
+def _getitem_name(p, s):
+    index = p["index"]
+    if is_advanced(index):
+        return "IndexBackward0"
+    real = [k for k in index if k is not Ellipsis and k is not None]
+    if not real:
+        return "UnsqueezeBackward0" if None in index else "AliasBackward0"
+    return "SelectBackward0" if isinstance(real[-1], int) else "SliceBackward0"
+
+
+def _abstract_getitem(x, index):
+    probe = np.lib.stride_tricks.as_strided(np.zeros((), x.dtype), x.shape, (0,) * len(x.shape))
+    return probe[index].shape, np.dtype(x.dtype)
+
+
+def _np_getitem(x, index):
+    out = x[index]
+    return out
+
+
+def _np_index_add(g, shape, index):
+    out = np.zeros(shape, g.dtype)
+    if is_advanced(index):
+        np.add.at(out, index, g)
+    else:
+        out[index] = g
+    return out
+
+
+def _np_index_put(x, v, index):
+    out = x.copy()
+    out[index] = v
+    return out
+
+
+getitem_p = defop("getitem", inputs=("x",), params=("index",), view=True, impl=_np_getitem,
+                  abstract=_abstract_getitem, node=_getitem_name, lowering="getitem")
+index_add_p = defop("index_add", inputs=("g",), params=("shape", "index"), node="IndexAddBackward0",
+                    impl=_np_index_add,
+                    abstract=lambda g, shape, index: (tuple(shape), g.dtype),
+                    lowering="scatter_add")
+index_put_p = defop("index_put", inputs=("x", "v"), params=("index",), node="CopySlices",
+                    impl=_np_index_put, abstract=lambda x, v, index: (x.shape, x.dtype),
+                    lowering="index_put")
+
+getitem_p.defvjp(lambda g, x_shape, index: index_add_p(g, shape=x_shape, index=index))
+index_add_p.defvjp(lambda g, index: getitem_p(g, index=index))
+
+
+def _index_put_x_vjp(g, index):
+    from numgrad.tensor import Tensor
+    return index_put_p(g, Tensor._make(np.zeros((), g._data.dtype)), index=index)
+
+
+index_put_p.defvjp(_index_put_x_vjp, lambda g, index: getitem_p(g, index=index))
+
+
+def getitem(x, index):
+    """``x[index]`` with NumPy semantics (PyTorch's for the cases both define)."""
+    index = normalize_index(index)
+    _check_bounds(x.shape, index)
+    return getitem_p(x, index=index)
+
+
+def _check_bounds(shape, index):
+    dim = 0
+    n_real = sum(1 for k in index if k is not None and k is not Ellipsis)
+    for k in index:
+        if k is Ellipsis:
+            dim += len(shape) - n_real
+            continue
+        if k is None:
+            continue
+        if isinstance(k, int):
+            if dim >= len(shape):
+                raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+            size = shape[dim]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
+        if isinstance(k, np.ndarray) and k.dtype != np.bool_ and k.size and dim < len(shape):
+            size = shape[dim]
+            if k.max() >= size or k.min() < -size:
+                bad = int(k.max() if k.max() >= size else k.min())
+                raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
+        dim += k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1
+
+
+def index_put(x, index, value):
+    """Out-of-place ``x[index] = value`` (the graph op behind ``__setitem__``)."""
+    from numgrad.tensor import Tensor
+    index = normalize_index(index)
+    _check_bounds(x.shape, index)
+    if not isinstance(value, Tensor):
+        value = Tensor._make(np.asarray(value, x._data.dtype))
+    elif value.dtype is not x.dtype:
+        value = value.to(x.dtype)
+    return index_put_p(x, value, index=index)

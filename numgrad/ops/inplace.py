@@ -1,0 +1,93 @@
+"""ops.inplace: ``add_``, ``mul_``, ``x[i] = v``... as an out-of-place op written back.
+
+Room: ops. An in-place op computes the out-of-place result (recording its
+node as usual), writes it into the tensor's storage (so views and detached
+aliases see it), bumps the shared version counter by one and moves the tensor
+to the new node. Saved tensors that captured the old version then refuse to
+unpack, which is PyTorch's "modified by an inplace operation" error.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numgrad import dtypes as _dt
+from numgrad.grad_mode import is_grad_enabled
+from numgrad.ops.registry import defop
+from numgrad.tensor import Tensor
+
+fill_p = defop("fill", inputs=("x",), params=("value",), node="FillBackward0",
+               impl=lambda x, value: np.full(x.shape, value, x.dtype),
+               abstract=lambda x, value: (x.shape, x.dtype), lowering="fill")
+copy_p = defop("copy", inputs=("x", "src"), node="CopyBackwards",
+               impl=lambda x, src: np.array(np.broadcast_to(src, x.shape), dtype=x.dtype),
+               abstract=lambda x, src: (x.shape, x.dtype), lowering="copy")
+fill_p.defvjp(lambda g: g * 0)
+copy_p.defvjp(lambda g: g * 0, lambda g: g)
+
+
+def apply_inplace(self, fn, *args, **kwargs):
+    """Run ``fn(self, *args)`` out of place, then make ``self`` hold the result."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"in-place op on {type(self).__name__}")
+    recording = is_grad_enabled()
+    others = any(isinstance(a, Tensor) and a._requires_grad for a in args)
+    if recording and self.grad_fn is None and self._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    if recording and (self._requires_grad or others) and self._base is not None and (
+            self._base._requires_grad or self._requires_grad or others):
+        raise NotImplementedError(
+            "numgrad does not rebase the history of a view's base: an in-place op on a view of a "
+            "tensor that takes part in autograd is not supported. Apply it to the base tensor, or "
+            "work on a .clone() of the view.")
+    src = self
+    if recording and (self._requires_grad or others):
+        # The op's backward may need self's old value, which the write destroys: keep a
+        # copy at self's place in the graph (PyTorch saves `original_self` the same way).
+        src = Tensor._make(self._data.copy(), self.grad_fn, None, self._output_nr)
+        src._requires_grad = self._requires_grad
+        src._accumulator = self._accumulator
+    out = fn(src, *args, **kwargs)
+    if out.shape != self.shape:
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
+                           f"shape {list(out.shape)}")
+    if out.dtype is not self.dtype and out.dtype._rank > self.dtype._rank and \
+            _category(out.dtype) > _category(self.dtype):
+        raise RuntimeError(f"result type {_TYPE[out.dtype.name]} can't be cast to the desired "
+                           f"output type {_TYPE[self.dtype.name]}")
+    try:
+        self._data[...] = out._data
+    except ValueError:
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                           "refers to a single memory location. Please clone() the tensor before "
+                           "performing the operation.") from None
+    self._vc.value += 1
+    if out.grad_fn is not None:
+        self.grad_fn = out.grad_fn
+        self._output_nr = out._output_nr
+        self._requires_grad = True
+        rebase = getattr(out.grad_fn, "_rebase_output", None)
+        if rebase is not None:
+            rebase(self)
+    return self
+
+
+_TYPE = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+
+
+def _category(d):
+    return 0 if d is _dt.bool_ else (1 if d is _dt.int64 else 2)
+
+
+def fill_(self, value):
+    return apply_inplace(self, lambda s: fill_p(s, value=value))
+
+
+def zero_(self):
+    return fill_(self, 0)
+
+
+def copy_(self, src):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    return apply_inplace(self, copy_p, src)

@@ -1,0 +1,94 @@
+"""ops.linalg: matmul with NumPy's batch broadcasting and 1-D promotion.
+
+Room: ops. One primitive covers dot, mv, mm and batched matmul; its vjp is
+two more matmuls (batch dims are summed back by the node's unbroadcast).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numgrad.ops.registry import defop
+from numgrad.ops.dispatch import broadcast_shapes
+
+
+def _name(p, shapes):
+    a, b = len(shapes[0]), len(shapes[1])
+    if a == 1 and b == 1:
+        return "DotBackward0"
+    if a == 2 and b == 1:
+        return "MvBackward0"
+    if a == 2 and b == 2:
+        return "MmBackward0"
+    return "BmmBackward0" if a == b == 3 else "MatmulBackward0"
+
+
+def matmul_shape(sa, sb):
+    if len(sa) == 0 or len(sb) == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{len(sa)}D and {len(sb)}D")
+    a = (1,) + tuple(sa) if len(sa) == 1 else tuple(sa)
+    b = tuple(sb) + (1,) if len(sb) == 1 else tuple(sb)
+    if a[-1] != b[-2]:
+        if len(sa) == 1 and len(sb) == 1:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src "
+                               f"[{sb[0]}] to have the same number of elements, but got {sa[0]} "
+                               f"and {sb[0]} elements respectively")
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a[-2]}x{a[-1]} and "
+                           f"{b[-2]}x{b[-1]})")
+    batch = broadcast_shapes(a[:-2], b[:-2])
+    out = batch + (a[-2], b[-1])
+    if len(sa) == 1:
+        out = out[:-2] + out[-1:]
+    if len(sb) == 1:
+        out = out[:-1]
+    return out
+
+
+matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, lowering="matmul",
+                 abstract=lambda x, y: (matmul_shape(x.shape, y.shape),
+                                        np.result_type(x.dtype, y.dtype)))
+
+
+def _mT(t):
+    from numgrad.ops.layout import transpose
+    return transpose(t, -1, -2)
+
+
+def _matmul_x_vjp(g, y, x_shape):
+    from numgrad.ops.layout import unsqueeze, reshape
+    if len(x_shape) == 1 and y.ndim == 1:
+        return g * y
+    if y.ndim == 1:                      # (..., m, k) @ (k,) -> (..., m)
+        return matmul_p(unsqueeze(g, -1), unsqueeze(y, 0))
+    if len(x_shape) == 1:                # (k,) @ (..., k, n) -> (..., n)
+        r = matmul_p(unsqueeze(g, -2), _mT(y))
+        return reshape(r, r.shape[:-2] + r.shape[-1:])
+    return matmul_p(g, _mT(y))
+
+
+def _matmul_y_vjp(g, x, y_shape):
+    from numgrad.ops.layout import unsqueeze, reshape
+    if x.ndim == 1 and len(y_shape) == 1:
+        return g * x
+    if len(y_shape) == 1:                # (..., m, k) @ (k,): dy = x^T g
+        r = matmul_p(_mT(x), unsqueeze(g, -1))
+        return reshape(r, r.shape[:-1])
+    if x.ndim == 1:                      # (k,) @ (..., k, n): dy = x outer g
+        return matmul_p(unsqueeze(x, -1), unsqueeze(g, -2))
+    return matmul_p(_mT(x), g)
+
+
+matmul_p.defvjp(_matmul_x_vjp, _matmul_y_vjp)
+
+
+def matmul(x, y):
+    """Matrix product with batch broadcasting (``x @ y``)."""
+    from numgrad.tensor import Tensor
+    for name, t in (("input", x), ("other", y)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"matmul(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    matmul_shape(x.shape, y.shape)
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{x.dtype.name} != {y.dtype.name}")
+    return matmul_p(x, y)

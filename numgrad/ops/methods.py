@@ -1,0 +1,180 @@
+"""ops.methods: binds the ops onto ``Tensor`` as methods and operators.
+
+Room: ops. Nothing here computes: each method forwards to the one definition
+of its op, so ``x.exp()``, ``ng.exp(x)`` and the tracer all run the same code.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from numgrad import dtypes as _dt
+from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
+from numgrad.ops import linalg, inplace
+from numgrad.ops.inplace import apply_inplace
+from numgrad.tensor import Tensor, device as _device
+
+
+def _operand(x):
+    return isinstance(x, (Tensor, numbers.Number, np.bool_, np.number))
+
+
+def _binary(prim, reflected=False):
+    if reflected:
+        def method(self, other):
+            return prim(other, self) if _operand(other) else NotImplemented
+    else:
+        def method(self, other):
+            return prim(self, other) if _operand(other) else NotImplemented
+    method.__name__ = prim.name
+    return method
+
+
+def pow(x, exponent):
+    """``x ** exponent`` for a tensor or number exponent (and ``number ** tensor``)."""
+    if isinstance(x, Tensor) and isinstance(exponent, numbers.Number) and \
+            not isinstance(exponent, bool):
+        if isinstance(exponent, float) and not x.dtype.is_floating_point:
+            x = x.to(_dt.default_float)
+        return E.pow_scalar(x, exponent=exponent)
+    return E.pow_(x, exponent)
+
+
+def _rpow(self, other):
+    return E.pow_(other, self) if _operand(other) else NotImplemented
+
+
+def _pow_method(self, other):
+    return pow(self, other) if _operand(other) else NotImplemented
+
+
+def to(self, *args, **kwargs):
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
+    dtype = kwargs.pop("dtype", None)
+    dev = kwargs.pop("device", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("copy", None)
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, dev = a.dtype, a.device
+        elif isinstance(a, (_dt.dtype, type)) or isinstance(a, np.dtype):
+            dtype = a
+        elif isinstance(a, (str, _device)):
+            dev = a
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    out = self
+    if dtype is not None and _dt.as_dtype(dtype) is not self.dtype:
+        out = E.to_dtype(out, dtype=_dt.as_dtype(dtype).np)
+    if dev is not None and _device(dev) != out.device:
+        from numgrad import devices
+        out = devices.transfer(out, _device(dev))
+    return out
+
+
+def _setitem(self, index, value):
+    if isinstance(value, Tensor) or _operand(value):
+        apply_inplace(self, I.index_put, index, value)
+    else:
+        raise TypeError(f"can't assign a {type(value).__name__} to a Tensor")
+
+
+def _expand_as(self, other):
+    return L.expand(self, other.shape)
+
+
+def _softmax(self, dim):
+    from numgrad.nn import functional as F
+    return F.softmax(self, dim)
+
+
+def _log_softmax(self, dim):
+    from numgrad.nn import functional as F
+    return F.log_softmax(self, dim)
+
+
+def _clamp(self, min=None, max=None):
+    return clamp(self, min, max)
+
+
+def clamp(x, min=None, max=None):
+    """Limit values to ``[min, max]`` (either may be None); no gradient where clipped."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = x
+        if min is not None:
+            out = E.maximum(out, min)
+        if max is not None:
+            out = E.minimum(out, max)
+        return out
+    return E.clamp(x, min=min, max=max)
+
+
+def _inplace_binary(prim):
+    def method(self, other):
+        return apply_inplace(self, prim, other)
+    method.__name__ = prim.name + "_"
+    return method
+
+
+_METHODS = {
+    # operators
+    "__add__": _binary(E.add), "__radd__": _binary(E.add, True),
+    "__sub__": _binary(E.sub), "__rsub__": _binary(E.sub, True),
+    "__mul__": _binary(E.mul), "__rmul__": _binary(E.mul, True),
+    "__truediv__": _binary(E.div), "__rtruediv__": _binary(E.div, True),
+    "__pow__": _pow_method, "__rpow__": _rpow,
+    "__matmul__": lambda s, o: linalg.matmul(s, o) if isinstance(o, Tensor) else NotImplemented,
+    "__rmatmul__": lambda s, o: linalg.matmul(o, s) if isinstance(o, Tensor) else NotImplemented,
+    "__neg__": lambda s: E.neg(s), "__pos__": lambda s: s, "__abs__": lambda s: E.abs_(s),
+    "__eq__": _binary(E.eq), "__ne__": _binary(E.ne), "__lt__": _binary(E.lt),
+    "__le__": _binary(E.le), "__gt__": _binary(E.gt), "__ge__": _binary(E.ge),
+    "__and__": _binary(E.logical_and), "__or__": _binary(E.logical_or),
+    "__invert__": lambda s: E.logical_not(s),
+    "__getitem__": lambda s, i: I.getitem(s, i), "__setitem__": _setitem,
+    # arithmetic
+    "add": lambda s, o, alpha=1: E.add(s, o if alpha == 1 else o * alpha),
+    "sub": lambda s, o, alpha=1: E.sub(s, o if alpha == 1 else o * alpha),
+    "mul": lambda s, o: E.mul(s, o), "div": lambda s, o: E.div(s, o),
+    "pow": lambda s, o: pow(s, o), "matmul": lambda s, o: linalg.matmul(s, o),
+    "neg": lambda s: E.neg(s), "abs": lambda s: E.abs_(s), "sign": lambda s: E.sign(s),
+    "exp": lambda s: E.exp(s), "log": lambda s: E.log(s), "sqrt": lambda s: E.sqrt(s),
+    "sin": lambda s: E.sin(s), "cos": lambda s: E.cos(s), "tanh": lambda s: E.tanh(s),
+    "sigmoid": lambda s: E.sigmoid(s), "relu": lambda s: E.relu(s),
+    "clamp": _clamp, "clip": _clamp,
+    "maximum": lambda s, o: E.maximum(s, o), "minimum": lambda s, o: E.minimum(s, o),
+    "eq": _binary(E.eq), "ne": _binary(E.ne), "lt": _binary(E.lt), "le": _binary(E.le),
+    "gt": _binary(E.gt), "ge": _binary(E.ge),
+    "clone": lambda s: E.clone(s),
+    "softmax": _softmax, "log_softmax": _log_softmax,
+    # reductions
+    "sum": R.sum, "mean": R.mean, "amax": R.amax, "amin": R.amin, "max": R.max, "min": R.min,
+    "argmax": R.argmax, "argmin": R.argmin,
+    # layout
+    "reshape": L.reshape, "view": L.view, "flatten": L.flatten, "squeeze": L.squeeze,
+    "unsqueeze": L.unsqueeze, "expand": L.expand, "expand_as": _expand_as,
+    "broadcast_to": L.broadcast_to, "transpose": L.transpose, "permute": L.permute, "t": L.t,
+    "T": property(L.T), "mT": property(lambda s: L.transpose(s, -1, -2)),
+    # conversion
+    "to": to, "float": lambda s: to(s, _dt.float32), "double": lambda s: to(s, _dt.float64),
+    "long": lambda s: to(s, _dt.int64), "bool": lambda s: to(s, _dt.bool_),
+    "type_as": lambda s, o: to(s, o.dtype),
+    "cpu": lambda s: to(s, "cpu"), "cuda": lambda s, device=None: to(s, device or "cuda"),
+    # in-place
+    "add_": _inplace_binary(E.add), "sub_": _inplace_binary(E.sub),
+    "mul_": _inplace_binary(E.mul), "div_": _inplace_binary(E.div),
+    "pow_": lambda s, o: apply_inplace(s, pow, o),
+    "clamp_": lambda s, min=None, max=None: apply_inplace(s, clamp, min, max),
+    "relu_": lambda s: apply_inplace(s, E.relu),
+    "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
+}
+
+
+def install():
+    for name, fn in _METHODS.items():
+        setattr(Tensor, name, fn)
+
+
+install()

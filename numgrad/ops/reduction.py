@@ -1,0 +1,249 @@
+"""ops.reduction: sum, mean, amax/amin, max/min along a dim, argmax/argmin.
+
+Room: ops. A reduction's vjp broadcasts ``g`` back over the reduced dims; the
+compiler fuses the elementwise chain feeding a reduction into its loop nest.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from numgrad.ops.registry import defop
+from numgrad.ops.elementwise import where
+
+
+def normalize_dims(dim, ndim):
+    """``None`` (all dims) or a sorted tuple of non-negative dims, checked like PyTorch."""
+    if dim is None:
+        return None
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    out = []
+    for d in dims:
+        d = int(d)
+        lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+        if not lo <= d <= hi:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "
+                             f"but got {d})")
+        d = d % builtins.max(ndim, 1)
+        if d in out:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    return tuple(sorted(out))
+
+
+def reduced_shape(shape, dim, keepdim):
+    if dim is None:
+        return tuple(1 for _ in shape) if keepdim else ()
+    if keepdim:
+        return tuple(1 if i in dim else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dim)
+
+
+def _reduce_abstract(dtype_rule):
+    return lambda x, dim, keepdim: (reduced_shape(x.shape, dim, keepdim), dtype_rule(x.dtype))
+
+
+def _axis(dim):
+    return dim  # NumPy's axis takes the same tuple-or-None
+
+
+def _sum_dtype(d):
+    return np.dtype(np.int64) if d.kind in "biu" else d
+
+
+sum_p = defop("sum", inputs=("x",), params=("dim", "keepdim"),
+              impl=lambda x, dim, keepdim: np.sum(x, axis=dim, keepdims=keepdim,
+                                                  dtype=_sum_dtype(x.dtype)),
+              abstract=_reduce_abstract(_sum_dtype),
+              node=lambda p, s: "SumBackward0" if p["dim"] is None else "SumBackward1",
+              lowering="reduce_sum")
+mean_p = defop("mean", inputs=("x",), params=("dim", "keepdim"),
+               impl=lambda x, dim, keepdim: np.mean(x, axis=dim, keepdims=keepdim, dtype=x.dtype),
+               abstract=_reduce_abstract(lambda d: d),
+               node=lambda p, s: "MeanBackward0" if p["dim"] is None else "MeanBackward1",
+               lowering="reduce_mean")
+amax_p = defop("amax", inputs=("x",), params=("dim", "keepdim"),
+               impl=lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim),
+               abstract=_reduce_abstract(lambda d: d), lowering="reduce_max")
+amin_p = defop("amin", inputs=("x",), params=("dim", "keepdim"),
+               impl=lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim),
+               abstract=_reduce_abstract(lambda d: d), lowering="reduce_min")
+argmax_p = defop("argmax", inputs=("x",), params=("dim", "keepdim"),
+                 impl=lambda x, dim, keepdim: np.argmax(x, axis=dim, keepdims=keepdim),
+                 abstract=lambda x, dim, keepdim: (
+                     reduced_shape(x.shape, None if dim is None else (dim,), keepdim),
+                     np.dtype(np.int64)),
+                 lowering="reduce_argmax")
+argmin_p = defop("argmin", inputs=("x",), params=("dim", "keepdim"),
+                 impl=lambda x, dim, keepdim: np.argmin(x, axis=dim, keepdims=keepdim),
+                 abstract=argmax_p.abstract, lowering="reduce_argmin")
+
+
+def _count(shape, dim):
+    n = 1
+    for i, s in enumerate(shape):
+        if dim is None or i in dim:
+            n *= s
+    return n
+
+
+def _unreduce(g, x_shape, dim, keepdim):
+    """Broadcast a reduced gradient back over ``x_shape``."""
+    from numgrad.ops.layout import expand, reshape
+    if not keepdim:
+        g = reshape(g, reduced_shape(x_shape, dim, True))
+    return expand(g, x_shape)
+
+
+sum_p.defvjp(lambda g, x_shape, dim, keepdim: _unreduce(g, x_shape, dim, keepdim))
+mean_p.defvjp(lambda g, x_shape, dim, keepdim:
+              _unreduce(g, x_shape, dim, keepdim) / builtins.max(_count(x_shape, dim), 1))
+
+
+def _extremum_vjp(g, x, out, x_shape, dim, keepdim):
+    # Ties share the gradient evenly (PyTorch's amax/amin rule).
+    from numgrad.ops.layout import reshape
+    keep = reduced_shape(x_shape, dim, True)
+    hit = where(x == reshape(out, keep), 1.0, 0.0).to(g.dtype)
+    count = sum_p(hit, dim=dim, keepdim=True)
+    return _unreduce(g, x_shape, dim, keepdim) * (hit / count)
+
+
+amax_p.defvjp(_extremum_vjp)
+amin_p.defvjp(_extremum_vjp)
+argmax_p.defvjp(None)
+argmin_p.defvjp(None)
+
+# max(dim)/min(dim) values: the gradient goes to the index that was picked, as in PyTorch.
+max_dim_p = defop("max_dim", inputs=("x",), params=("dim", "keepdim"), node="MaxBackward0",
+                  impl=lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim),
+                  abstract=lambda x, dim, keepdim: (reduced_shape(x.shape, (dim,), keepdim),
+                                                    x.dtype), lowering="reduce_max")
+min_dim_p = defop("min_dim", inputs=("x",), params=("dim", "keepdim"), node="MinBackward0",
+                  impl=lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim),
+                  abstract=max_dim_p.abstract, lowering="reduce_min")
+
+
+def _picked_vjp(arg_p):
+    def rule(g, x, x_shape, dim, keepdim):
+        from numgrad.creation import arange
+        from numgrad.ops.layout import reshape
+        idx = arg_p(x.detach(), dim=dim, keepdim=True)
+        pos = reshape(arange(x_shape[dim]), tuple(-1 if i == dim else 1
+                                                  for i in range(len(x_shape))))
+        return where(pos == idx, _unreduce(g, x_shape, (dim,), keepdim), 0)
+    return rule
+
+
+max_dim_p.defvjp(_picked_vjp(argmax_p))
+min_dim_p.defvjp(_picked_vjp(argmin_p))
+
+
+# ------------------------------------------------------------- public API
+def _check(x, name):
+    from numgrad.tensor import Tensor
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+
+
+def sum(x, dim=None, keepdim=False, dtype=None):
+    """Sum over ``dim`` (an int, a tuple, or None for all)."""
+    _check(x, "sum")
+    if dtype is not None:
+        x = x.to(dtype)
+    return sum_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
+
+
+def mean(x, dim=None, keepdim=False, dtype=None):
+    _check(x, "mean")
+    if dtype is not None:
+        x = x.to(dtype)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {x.dtype.name}")
+    return mean_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
+
+
+def amax(x, dim=(), keepdim=False):
+    _check(x, "amax")
+    dim = None if dim == () or dim is None else dim
+    return amax_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
+
+
+def amin(x, dim=(), keepdim=False):
+    _check(x, "amin")
+    dim = None if dim == () or dim is None else dim
+    return amin_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
+
+
+def _empty_check(x, name):
+    if x.numel() == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                           "== 0. Specify the reduction dim with the 'dim' argument.")
+
+
+def max(x, dim=None, keepdim=False):
+    """``max(x)`` is the largest value; ``max(x, dim)`` returns ``(values, indices)``.
+
+    ``max(x, y)`` with a tensor ``y`` is ``maximum``, as in PyTorch.
+    """
+    from numgrad.tensor import Tensor
+    if isinstance(dim, Tensor):
+        from numgrad.ops.elementwise import maximum
+        return maximum(x, dim)
+    _check(x, "max")
+    if dim is None:
+        _empty_check(x, "max")
+        return amax_p(x, dim=None, keepdim=False)
+    (d,) = normalize_dims(dim, x.ndim) or (0,)
+    return _values_indices(max_dim_p(x, dim=d, keepdim=bool(keepdim)),
+                           argmax_p(x.detach(), dim=d, keepdim=bool(keepdim)))
+
+
+def min(x, dim=None, keepdim=False):
+    from numgrad.tensor import Tensor
+    if isinstance(dim, Tensor):
+        from numgrad.ops.elementwise import minimum
+        return minimum(x, dim)
+    _check(x, "min")
+    if dim is None:
+        _empty_check(x, "min")
+        return amin_p(x, dim=None, keepdim=False)
+    (d,) = normalize_dims(dim, x.ndim) or (0,)
+    return _values_indices(min_dim_p(x, dim=d, keepdim=bool(keepdim)),
+                           argmin_p(x.detach(), dim=d, keepdim=bool(keepdim)))
+
+
+class _ValuesIndices(tuple):
+    """``(values, indices)`` with attribute access, like ``torch.return_types.max``."""
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+
+def _values_indices(values, indices):
+    return _ValuesIndices((values, indices))
+
+
+def argmax(x, dim=None, keepdim=False):
+    _check(x, "argmax")
+    if dim is None:
+        from numgrad.ops.layout import reshape
+        return argmax_p(reshape(x.detach(), (-1,)), dim=0, keepdim=False)
+    (d,) = normalize_dims(dim, x.ndim)
+    return argmax_p(x.detach(), dim=d, keepdim=bool(keepdim))
+
+
+def argmin(x, dim=None, keepdim=False):
+    _check(x, "argmin")
+    if dim is None:
+        from numgrad.ops.layout import reshape
+        return argmin_p(reshape(x.detach(), (-1,)), dim=0, keepdim=False)
+    (d,) = normalize_dims(dim, x.ndim)
+    return argmin_p(x.detach(), dim=d, keepdim=bool(keepdim))

@@ -1,0 +1,64 @@
+"""printing: a repr that reads like PyTorch's (``tensor([1., 2.], requires_grad=True)``).
+
+Room: core. Imports NumPy only; called lazily by ``Tensor.__repr__``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _float_formatter(a):
+    finite = a[np.isfinite(a)]
+    if finite.size == 0:
+        return lambda v: _special(v) or f"{v:.4f}"
+    absf = np.abs(finite)
+    nz = absf[absf > 0]
+    ints = np.all(finite == np.round(finite))
+    big, small = (absf.max(), nz.min()) if nz.size else (0.0, 0.0)
+    if ints and big < 1e8:
+        fmt = lambda v: _special(v) or f"{v:.0f}."
+    elif nz.size and (big / small > 1000 or big > 1e8 or small < 1e-4):
+        fmt = lambda v: _special(v) or f"{v:.4e}"
+    else:
+        fmt = lambda v: _special(v) or f"{v:.4f}"
+    width = max(len(fmt(v)) for v in a.ravel())
+    return lambda v: fmt(v).rjust(width)
+
+
+def _special(v):
+    if np.isnan(v):
+        return "nan"
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return None
+
+
+def tensor_repr(t) -> str:
+    data = t._data
+    suffix = []
+    if type(data) is not np.ndarray:
+        body = getattr(data, "_ng_repr", lambda: f"<{type(data).__name__}>")()
+    else:
+        a = data
+        if a.size == 0:
+            body = "[]"
+            if a.ndim != 1:
+                suffix.append(f"size={tuple(a.shape)}")
+        else:
+            fmt = {}
+            if a.dtype.kind == "f":
+                fmt["float_kind"] = _float_formatter(a)
+            elif a.dtype == np.bool_:
+                fmt["bool"] = lambda v: "True" if v else "False"
+            body = np.array2string(a, separator=", ", prefix="tensor(", formatter=fmt,
+                                   max_line_width=80, threshold=1000, edgeitems=3)
+    name = t.dtype.name
+    if name not in ("float32", "int64", "bool"):
+        suffix.append(f"dtype=numgrad.{name}")
+    if t.device.type != "cpu":
+        suffix.append(f"device='{t.device}'")
+    if t.grad_fn is not None:
+        suffix.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
+        suffix.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + s for s in suffix) + ")"

@@ -1,0 +1,368 @@
+"""tensor: the Tensor, its device and its version counter.
+
+Room: core. Imports dtypes, grad_mode and printing; reaches the autograd engine
+only lazily inside ``backward``. Operator methods (``__add__``, ``exp``, ...) are
+bound onto ``Tensor`` by ``numgrad.ops.methods`` so that each op is defined once.
+
+A Tensor's payload ``_data`` is a NumPy array in eager mode. While ``@ng.jit``
+traces, the payload is an IR value with the same ``shape``/``dtype``/``ndim``
+attributes, and the op dispatcher hands such payloads to the tracer.
+"""
+from __future__ import annotations
+
+import warnings
+from collections import OrderedDict
+
+import numpy as np
+
+from numgrad import dtypes as _dt
+from numgrad.grad_mode import is_grad_enabled
+
+
+class device:
+    """Where a tensor lives: ``device(type='cpu')`` or ``device(type='cuda', index=0)``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec="cpu", index=None):
+        if isinstance(spec, device):
+            spec, index = spec.type, spec.index
+        spec = str(spec)
+        if ":" in spec:
+            spec, idx = spec.split(":", 1)
+            index = int(idx)
+        if spec not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: "
+                               f"{spec}")
+        self.type = spec
+        self.index = index
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        extra = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{extra})"
+
+
+_CPU = device("cpu")
+
+
+class _VersionCounter:
+    """Shared by a tensor, its views and its detached aliases; bumped by every in-place op."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``; ``remove()`` takes the hook out again."""
+
+    _next_id = 0
+
+    def __init__(self, hooks_dict):
+        self._hooks = hooks_dict
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+_NONLEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.")
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it.
+
+    >>> import numgrad as ng
+    >>> x = ng.ones(3, requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([2., 2., 2.])
+    """
+
+    __slots__ = ("_data", "_vc", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_hooks",
+                 "_retains_grad", "_base", "_accumulator", "__weakref__")
+
+    # Make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__).
+    __array_priority__ = 1000
+
+    def __init__(self, data, dtype=None, requires_grad=False):
+        from numgrad.creation import _to_array  # creation builds on Tensor
+        self._init(_to_array(data, dtype), None, None, 0)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def _init(self, data, grad_fn, vc, output_nr):
+        self._data = data
+        self._vc = vc if vc is not None else _VersionCounter()
+        self._requires_grad = grad_fn is not None
+        self._grad = None
+        self.grad_fn = grad_fn
+        self._output_nr = output_nr
+        self._hooks = None
+        self._retains_grad = False
+        self._base = None
+        self._accumulator = None
+
+    @classmethod
+    def _make(cls, data, grad_fn=None, vc=None, output_nr=0):
+        """Wrap a payload without copying or checking: the fast path for op results."""
+        t = object.__new__(cls)
+        t._init(data, grad_fn, vc, output_nr)
+        return t
+
+    # ----------------------------------------------------------------- metadata
+    @property
+    def shape(self):
+        return tuple(self._data.shape)
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def dtype(self):
+        return _dt.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self):
+        return getattr(self._data, "_ng_device", _CPU)
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    @property
+    def _version(self):
+        return self._vc.value
+
+    def _bump_version(self):
+        self._vc.value += 1
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self):
+        return self.ndim
+
+    def numel(self):
+        return int(self._data.size)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    # ---------------------------------------------------------------- autograd
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use "
+                    "a computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach().")
+            return self
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients "
+                               f"(got {self.dtype}); convert first with .float() or .double()")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
+                                f"{type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor "
+                    f"of size '{list(self.shape)}'. Please ensure that the gradient and the "
+                    "tensor are the same size")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"attempting to assign a gradient with dtype {value.dtype} to "
+                                   f"a tensor with dtype {self.dtype}. Please ensure that the "
+                                   "gradient and the tensor have the same dtype")
+        self._grad = value
+
+    def _tensor_hooks_dict(self):
+        if self._hooks is None:
+            self._hooks = OrderedDict()
+        return self._hooks
+
+    def retain_grad(self):
+        """Keep ``.grad`` on a non-leaf tensor after backward (a no-op on leaves)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is not None and not self._retains_grad:
+            self.grad_fn._retain_grad(self)
+            self._retains_grad = True
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` whenever the gradient w.r.t. this tensor is computed.
+
+        Returning a tensor replaces the gradient; returning ``None`` keeps it.
+
+        >>> v = ng.tensor([0., 0., 0.], requires_grad=True)
+        >>> h = v.register_hook(lambda g: g * 2)
+        >>> v.backward(ng.tensor([1., 2., 3.])); v.grad
+        tensor([2., 4., 6.])
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            hooks = self.grad_fn._tensor_pre_hooks(self._output_nr)
+        else:
+            hooks = self._tensor_hooks_dict()
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``; see ``ng.autograd.backward``."""
+        from numgrad.autograd import engine
+        engine.backward((self,), None if gradient is None else (gradient,), retain_graph,
+                        create_graph, inputs)
+
+    def detach(self):
+        """A tensor sharing storage and version counter, outside the graph."""
+        out = Tensor._make(self._data, None, self._vc)
+        return out
+
+    def detach_(self):
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self):
+        # Like PyTorch: same storage, but its own version counter (that is what makes
+        # `.data` unsafe and `detach()` the safe spelling).
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        self._data = value._data
+
+    # -------------------------------------------------------------- conversion
+    def numpy(self, *, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        if self.device.type != "cpu":
+            raise TypeError("can't convert cuda tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        return self._concrete()
+
+    def _concrete(self):
+        data = self._data
+        if type(data) is not np.ndarray:
+            conc = getattr(data, "_ng_concrete", None)
+            if conc is None:
+                raise TypeError("a tensor without concrete data cannot be converted")
+            return conc()
+        return data
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._concrete()
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self):
+        a = self._concrete()
+        if a.size != 1:
+            raise RuntimeError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
+        return a.reshape(()).item()
+
+    def tolist(self):
+        return self._concrete().tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        a = self._concrete()
+        if a.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(a.reshape(()).item())
+
+    def __index__(self):
+        if self.dtype is not _dt.int64 or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self):
+        from numgrad.printing import tensor_repr
+        return tensor_repr(self)
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, (self.detach().numpy().copy(), self._requires_grad))
+
+    __str__ = __repr__
+
+
+def _rebuild(array, requires_grad):
+    t = Tensor._make(array)
+    t._requires_grad = requires_grad
+    return t
