@@ -56,6 +56,9 @@ class device:
 _CPU = device("cpu")
 
 
+_new = object.__new__
+
+
 class _VersionCounter:
     """Shared by a tensor, its views and its detached aliases; bumped by every in-place op."""
 
@@ -126,11 +129,20 @@ class Tensor:
         self._base = None
         self._accumulator = None
 
-    @classmethod
-    def _make(cls, data, grad_fn=None, vc=None, output_nr=0):
+    @staticmethod
+    def _make(data, grad_fn=None, vc=None, output_nr=0):
         """Wrap a payload without copying or checking: the fast path for op results."""
-        t = object.__new__(cls)
-        t._init(data, grad_fn, vc, output_nr)
+        t = _new(Tensor)
+        t._data = data
+        t._vc = vc if vc is not None else _VersionCounter()
+        t._requires_grad = grad_fn is not None
+        t._grad = None
+        t.grad_fn = grad_fn
+        t._output_nr = output_nr
+        t._hooks = None
+        t._retains_grad = False
+        t._base = None
+        t._accumulator = None
         return t
 
     # ----------------------------------------------------------------- metadata

@@ -154,7 +154,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 def _add(a, b):
-    return b if a is None else _ops.add(a, b)
+    return b if a is None else _ops.add(a, b)  # differentiable under create_graph
 
 
 def _needed(roots, targets):
@@ -193,68 +193,77 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
     needed = _needed(roots, targets)
     # Count incoming edges among the nodes we will run.
     deps = {}
-    seen = set()
     stack = []
     for node, _ in roots:
-        if node not in seen and (needed is None or node in needed):
-            seen.add(node)
+        if node not in deps and (needed is None or node in needed):
+            deps[node] = 0
             stack.append(node)
     while stack:
-        node = stack.pop()
-        for child, _ in node.next_functions:
+        for child, _ in stack.pop().next_functions:
             if child is None or (needed is not None and child not in needed):
                 continue
-            deps[child] = deps.get(child, 0) + 1
-            if child not in seen:
-                seen.add(child)
+            if child in deps:
+                deps[child] += 1
+            else:
+                deps[child] = 1
                 stack.append(child)
 
-    buffers = {}
+    buffers = {}  # node -> list of gradients, one per output
     for (node, nr), g in zip(roots, grads):
-        if needed is not None and node not in needed:
-            continue
-        buf = buffers.setdefault(node, {})
-        buf[nr] = _add(buf.get(nr), g) if nr in buf else g
-    ready = []
-    for node in buffers:
-        if deps.get(node, 0) == 0:
-            heapq.heappush(ready, (_priority(node), id(node), node))
+        if node in deps:
+            buf = buffers.get(node)
+            if buf is None:
+                buf = buffers[node] = [None] * node.num_outputs
+            buf[nr] = _add(buf[nr], g)
+    ready = [(_priority(n), n._seq, n) for n in buffers if deps[n] == 0]
+    heapq.heapify(ready)
 
     captured = {}
     prev = is_grad_enabled()
     _set_enabled(create_graph)
+    push, pop = heapq.heappush, heapq.heappop
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
-            buf = buffers.pop(node, {})
-            for nr in list(buf):
-                buf[nr] = _run_hooks(node, nr, buf[nr])
-                if targets is not None and (node, nr) in targets:
-                    captured[(node, nr)] = buf[nr]
-            if isinstance(node, AccumulateGrad):
-                if accumulate and 0 in buf and (targets is None or (node, 0) in targets):
+            node = pop(ready)[2]
+            buf = buffers.pop(node, None) or [None] * node.num_outputs
+            if node._pre_hooks is not None or node._retained is not None or \
+                    type(node) is AccumulateGrad:
+                for nr, g in enumerate(buf):
+                    if g is not None:
+                        buf[nr] = _run_hooks(node, nr, g)
+            if targets is not None:
+                for nr, g in enumerate(buf):
+                    if (node, nr) in targets:
+                        captured[(node, nr)] = g
+            if type(node) is AccumulateGrad:
+                if accumulate and buf[0] is not None and (targets is None or (node, 0) in targets):
                     _accumulate_into(node.variable, buf[0], create_graph)
                 continue
             if targets is not None and not any(
                     c in needed for c, _ in node.next_functions if c is not None):
                 continue  # only captured here; nothing below leads to a target
-            grads_in = [buf.get(i) for i in range(node.num_outputs)]
-            if all(g is None for g in grads_in):
-                outs = [None] * len(node.next_functions)
-            else:
-                outs = node.apply(grads_in)
-                if not retain_graph:
-                    node._release()
-            for (child, cnr), g in zip(node.next_functions, outs):
-                if child is None or (needed is not None and child not in needed):
-                    continue
+            for g in buf:
                 if g is not None:
-                    cbuf = buffers.setdefault(child, {})
-                    cbuf[cnr] = _add(cbuf.get(cnr), g)
-                deps[child] -= 1
-                if deps[child] == 0:
-                    buffers.setdefault(child, {})
-                    heapq.heappush(ready, (_priority(child), id(child), child))
+                    outs = node.apply(buf)
+                    if not retain_graph:
+                        node._release()
+                    break
+            else:
+                outs = [None] * len(node.next_functions)
+            for (child, cnr), g in zip(node.next_functions, outs):
+                if child is None:
+                    continue
+                left = deps.get(child)
+                if left is None:
+                    continue  # not on a path to a target
+                if g is not None:
+                    cbuf = buffers.get(child)
+                    if cbuf is None:
+                        cbuf = buffers[child] = [None] * child.num_outputs
+                    cbuf[cnr] = g if cbuf[cnr] is None else _add(cbuf[cnr], g)
+                deps[child] = left - 1
+                if left == 1:
+                    push(ready, (_priority(child), child._seq, child))
     finally:
         _set_enabled(prev)
     return captured

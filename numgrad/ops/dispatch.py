@@ -15,11 +15,13 @@ import numbers
 import numpy as np
 
 from numgrad import dtypes as _dt
-from numgrad.autograd.graph import Node, SavedTensor, edge_of
+from numgrad.autograd.graph import Node, SavedTensor, edge_of, _sequence
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 
 _ndarray = np.ndarray
+_make = Tensor._make
+OTHER = "other"
 
 
 def evaluate(prim, datas, params):
@@ -61,20 +63,28 @@ def _type_error(prim, x):
 def promote_operands(prim, args):
     """Tensors stay as given (they are what the graph records); scalars become 0-d
     tensors; payloads are cast to the common dtype, as PyTorch's type promotion says."""
-    first = None
-    same = True
-    for a in args:
-        if type(a) is not Tensor and not isinstance(a, Tensor):
-            same = False
-            break
-        dt = a._data.dtype
-        if first is None:
-            first = dt
-        elif dt != first:
-            same = False
-            break
-    if same:
-        return list(args), [a._data for a in args], _dt.from_numpy_dtype(first)
+    n = len(args)
+    if n == 1:
+        a = args[0]
+        if type(a) is Tensor:
+            return args, [a._data]
+    elif n == 2:
+        a, b = args
+        ta, tb = type(a), type(b)
+        if ta is Tensor:
+            da = a._data
+            if tb is Tensor:
+                db = b._data
+                if da.dtype == db.dtype:
+                    return args, [da, db]
+            elif (tb is float or tb is int) and da.dtype.kind == "f":
+                s = _make(np.array(b, da.dtype))
+                return (a, s), [da, s._data]
+        elif tb is Tensor and (ta is float or ta is int):
+            db = b._data
+            if db.dtype.kind == "f":
+                s = _make(np.array(a, db.dtype))
+                return (s, b), [s._data, db]
     keys = []
     for a in args:
         if isinstance(a, Tensor):
@@ -84,14 +94,14 @@ def promote_operands(prim, args):
         else:
             raise _type_error(prim, a)
     rd = _dt.promote(keys)
-    tensors = [a if isinstance(a, Tensor) else Tensor._make(np.asarray(a, rd.np)) for a in args]
+    tensors = [a if isinstance(a, Tensor) else _make(np.asarray(a, rd.np)) for a in args]
     datas = []
     for t in tensors:
         d = t._data
         if d.dtype != rd.np:
             d = evaluate(to_dtype_prim(), [d], {"dtype": rd.np})
         datas.append(d)
-    return tensors, datas, rd
+    return tensors, datas
 
 
 def to_dtype_prim():
@@ -101,43 +111,46 @@ def to_dtype_prim():
 
 def apply(prim, *args, **params):
     """Evaluate ``prim`` on ``args`` and record its backward node when grad mode asks."""
-    if len(args) != len(prim.inputs) and not prim.variadic:
-        raise TypeError(f"{prim.name}() takes {len(prim.inputs)} tensor argument(s) "
-                        f"{prim.inputs} but got {len(args)}; static parameters {prim.params} "
-                        "go by keyword")
-    if prim.kind != "other":
-        tensors, datas, _ = promote_operands(prim, args)
-        if len(tensors) > 1:
-            s0 = tensors[0]._data.shape
-            for t in tensors:
-                if t._data.shape != s0:
-                    broadcast_shapes(*[t._data.shape for t in tensors])
-                    break
+    if prim.kind != OTHER:
+        tensors, datas = promote_operands(prim, args)
+        if len(datas) != len(prim.inputs):
+            raise _arity_error(prim, args)
+        try:
+            out_data = evaluate(prim, datas, params)
+        except ValueError:
+            broadcast_shapes(*[d.shape for d in datas])  # PyTorch's message if that was it
+            raise
     else:
         tensors = args[0] if prim.variadic else args
+        if len(tensors) != len(prim.inputs) and not prim.variadic:
+            raise _arity_error(prim, args)
         for t in tensors:
             if not isinstance(t, Tensor):
                 raise TypeError(f"{prim.name}(): argument must be Tensor, not {type(t).__name__}")
         datas = [t._data for t in tensors]
-    out_data = evaluate(prim, datas, params)
+        out_data = evaluate(prim, datas, params)
     vc = None
     if prim.view and out_data is not datas[0] and _shares(out_data, datas[0]):
         vc = tensors[0]._vc
-    if not (prim.vjps is not None and is_grad_enabled()):
-        out = Tensor._make(out_data, None, vc)
-    else:
+    out = None
+    if prim.vjps is not None and is_grad_enabled():
         needed = _needed_inputs(prim, tensors)
-        if not needed:
-            out = Tensor._make(out_data, None, vc)
-        else:
+        if needed:
             node = OpNode(prim, params, tensors, needed)
-            out = Tensor._make(out_data, node, vc)
+            out = _make(out_data, node, vc)
             if node._wants_out:
                 node._saved["out"] = SavedTensor(out, is_output=True)
+    if out is None:
+        out = _make(out_data, None, vc)
     if vc is not None:
         base = tensors[0]
         out._base = base._base if base._base is not None else base
     return out
+
+
+def _arity_error(prim, args):
+    return TypeError(f"{prim.name}() takes {len(prim.inputs)} tensor argument(s) {prim.inputs} "
+                     f"but got {len(args)}; static parameters {prim.params} go by keyword")
 
 
 def _shares(a, b):
@@ -160,7 +173,11 @@ class OpNode(Node):
     __slots__ = ("_prim", "_params", "_saved", "_shapes", "_dtypes", "_needed", "_wants_out")
 
     def __init__(self, prim, params, tensors, needed):
-        super().__init__(tuple(edge_of(t) for t in tensors))
+        self.next_functions = tuple(
+            (t.grad_fn, t._output_nr) if t.grad_fn is not None else edge_of(t) for t in tensors)
+        self._seq = next(_sequence)
+        self._pre_hooks = None
+        self._retained = None
         self._prim = prim
         self._params = params
         self._shapes = tuple(t._data.shape for t in tensors)

@@ -149,7 +149,7 @@ logical_not = defop("logical_not", inputs=("x",), impl=np.logical_not, kind=C,
 
 # ------------------------------------------------------------------- where
 _where = defop("where", inputs=("cond", "x", "y"), kind="other", impl=np.where,
-               abstract=None or (lambda c, x, y: (np.broadcast_shapes(c.shape, x.shape, y.shape),
+               abstract=(lambda c, x, y: (np.broadcast_shapes(c.shape, x.shape, y.shape),
                                                   x.dtype)),
                lowering="({1} if {0} else {2})")
 _where.defvjp(None, lambda g, cond: where(cond, g, 0), lambda g, cond: where(cond, 0, g))

@@ -99,9 +99,8 @@ class Primitive:
     def differentiable(self):
         return self.vjps is not None and any(r is not None for r in self.vjps)
 
-    def __call__(self, *args, **params):
-        """Apply the primitive to tensors: ``exp(x)``; see ``ops.dispatch.apply``."""
-        return apply(self, *args, **params)
+    # Calling a primitive applies it to tensors, ``exp(x)``: see ``ops.dispatch.apply``.
+    __call__ = apply
 
     def node_name(self, params, shapes):
         return self.node(params, shapes) if callable(self.node) else self.node

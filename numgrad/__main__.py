@@ -1,0 +1,37 @@
+"""The command line: ``python -m numgrad demo | bench | info``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m numgrad",
+                                     description="numgrad: PyTorch's gradients, compiled.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="walk through the five gradient tools, eager and compiled")
+    demo.add_argument("--eager-only", action="store_true", help="skip the compiled column")
+    sub.add_parser("info", help="versions, threads and cache directory")
+    bench = sub.add_parser("bench", help="benchmarks against PyTorch and JAX")
+    bench.add_argument("--quick", action="store_true")
+    bench.add_argument("--workload", action="append")
+    bench.add_argument("--plot")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        from numgrad.demo import run
+        return run(compiled=not args.eager_only)
+    if args.command == "info":
+        from numgrad.demo import info
+        return info()
+    if args.command == "bench":
+        try:
+            from bench.runner import main as bench_main
+        except ImportError:
+            print("bench/ is not importable: run from the repository root", file=sys.stderr)
+            return 2
+        return bench_main(quick=args.quick, workloads=args.workload, plot=args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

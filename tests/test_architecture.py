@@ -1,0 +1,98 @@
+"""One-way imports (STYLE.md): jit -> autograd -> ops -> tensor / grad_mode / dtypes.
+
+Importing the eager rooms must not pull in the compiler, checked both at run time (a fresh
+interpreter's sys.modules) and statically (no import statement that reaches numgrad.jit).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import numgrad
+
+PKG = Path(numgrad.__file__).resolve().parent
+
+
+def _fresh(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("modules", [
+    ["numgrad.ops", "numgrad.autograd"],
+    ["numgrad.ops"],
+    ["numgrad.autograd"],
+])
+def test_eager_rooms_do_not_import_jit(modules):
+    code = (
+        "import sys, importlib\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        "bad = sorted(k for k in sys.modules if k == 'numgrad.jit' or k.startswith('numgrad.jit.'))\n"
+        "print('JIT_MODULES=' + ','.join(bad))\n"
+    )
+    proc = _fresh(code)
+    assert proc.returncode == 0, proc.stderr
+    assert "JIT_MODULES=\n" in proc.stdout or proc.stdout.strip() == "JIT_MODULES=", proc.stdout
+
+
+def test_jit_still_reachable_from_package():
+    proc = _fresh("import numgrad as ng; assert callable(ng.jit); print('ok')")
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+def _resolve(module_file: Path, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    rel = module_file.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    else:
+        parts = parts[:-1]  # the module's package
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _jit_imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "numgrad.jit" or alias.name.startswith("numgrad.jit."):
+                    found.append(f"{path.name}:{node.lineno} import {alias.name}")
+        elif isinstance(node, ast.ImportFrom):
+            mod = _resolve(path, node)
+            if mod == "numgrad.jit" or mod.startswith("numgrad.jit."):
+                found.append(f"{path.name}:{node.lineno} from {mod}")
+            elif mod == "numgrad":
+                for alias in node.names:
+                    if alias.name == "jit":
+                        found.append(f"{path.name}:{node.lineno} from numgrad import jit")
+    return found
+
+
+def _eager_files():
+    files = []
+    for room in ("ops", "autograd"):
+        d = PKG / room
+        if d.is_dir():
+            files += sorted(d.rglob("*.py"))
+        elif (PKG / f"{room}.py").exists():
+            files.append(PKG / f"{room}.py")
+    for name in ("tensor.py", "grad_mode.py", "dtypes.py"):
+        if (PKG / name).exists():
+            files.append(PKG / name)
+    return files
+
+
+def test_eager_sources_have_no_jit_imports():
+    files = _eager_files()
+    assert files, "no eager-room sources found"
+    bad = [hit for f in files for hit in _jit_imports(f)]
+    assert bad == []
