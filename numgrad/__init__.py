@@ -29,9 +29,12 @@ long = int64
 __version__ = "0.1.0"
 
 
+from numgrad.errors import TracingError  # noqa: E402
+
+
 def __getattr__(name):
-    # jit is a room above eager numgrad: import it only when asked for.
-    if name in ("jit", "grad", "value_and_grad", "TracingError"):
-        from numgrad import jit as _jit
-        return getattr(_jit, name)
+    # The compiler is the room above eager numgrad: import it (and Numba) only when asked.
+    if name in ("jit", "grad", "value_and_grad", "CompiledFunction"):
+        from numgrad import compiler
+        return getattr(compiler, name)
     raise AttributeError(f"module 'numgrad' has no attribute {name!r}")

@@ -270,6 +270,9 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
+            interp = getattr(self._data, "_ng_interpreter", None)
+            if interp is not None:  # traced: the hook becomes a boundary in the backward graph
+                hook = interp.wrap_hook(self, hook)
             hooks = self.grad_fn._tensor_pre_hooks(self._output_nr)
         else:
             hooks = self._tensor_hooks_dict()
@@ -285,8 +288,10 @@ class Tensor:
 
     def detach(self):
         """A tensor sharing storage and version counter, outside the graph."""
-        out = Tensor._make(self._data, None, self._vc)
-        return out
+        data = self._data
+        if type(data) is not np.ndarray and getattr(data, "_ng_interpreter", None) is not None:
+            data = data._ng_interpreter.detach(data)  # traced: a stop-gradient annotation
+        return Tensor._make(data, None, self._vc)
 
     def detach_(self):
         if self._base is not None and self._base._requires_grad:

@@ -100,9 +100,9 @@ sub = defop("sub", inputs=("x", "y"), impl=np.subtract, kind=E, lowering="({0} -
 mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} * {1})")
 div = defop("div", inputs=("x", "y"), impl=np.true_divide, kind=E, lowering="({0} / {1})")
 pow_ = defop("pow", inputs=("x", "y"), impl=np.power, kind=E, node="PowBackward1",
-             lowering="pow({0}, {1})")
-maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E, lowering="max({0}, {1})")
-minimum = defop("minimum", inputs=("x", "y"), impl=np.minimum, kind=E, lowering="min({0}, {1})")
+             lowering="power({0}, {1})")
+maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E, lowering="maximum({0}, {1})")
+minimum = defop("minimum", inputs=("x", "y"), impl=np.minimum, kind=E, lowering="minimum({0}, {1})")
 
 add.defvjp(lambda g: g, lambda g: g)
 sub.defvjp(lambda g: g, lambda g: -g)

@@ -41,6 +41,8 @@ def apply_inplace(self, fn, *args, **kwargs):
             "tensor that takes part in autograd is not supported. Apply it to the base tensor, or "
             "work on a .clone() of the view.")
     src = self
+    if type(self._data) is not np.ndarray:
+        return _functional_inplace(self, fn, args, kwargs)
     if recording and (self._requires_grad or others):
         # The op's backward may need self's old value, which the write destroys: keep a
         # copy at self's place in the graph (PyTorch saves `original_self` the same way).
@@ -69,6 +71,24 @@ def apply_inplace(self, fn, *args, **kwargs):
         rebase = getattr(out.grad_fn, "_rebase_output", None)
         if rebase is not None:
             rebase(self)
+    return self
+
+
+def _functional_inplace(self, fn, args, kwargs):
+    # Traced (or device) payloads are functionalised: the tensor is rebound to the new
+    # value instead of written to; the compiler writes inputs back after the call.
+    out = fn(self, *args, **kwargs)
+    if out.shape != self.shape:
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
+                           f"shape {list(out.shape)}")
+    if out.dtype is not self.dtype:
+        out = out.to(self.dtype)
+    self._data = out._data
+    self._vc.value += 1
+    if out.grad_fn is not None:
+        self.grad_fn = out.grad_fn
+        self._output_nr = out._output_nr
+        self._requires_grad = True
     return self
 
 

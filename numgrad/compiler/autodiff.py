@@ -1,0 +1,152 @@
+"""compiler.autodiff: trace a function and derive its backward with the eager engine.
+
+Room: compiler. There is no second differentiator: the forward is traced on
+``Var`` payloads, then the eager engine (``ng.autograd.grad``) runs over the
+traced tensors, so the registry's vjp rules record the backward equations into
+the same graph (AOTAutograd's approach). ``partition`` then splits the joint
+graph into a forward that saves as little as it can and a backward that
+recomputes cheap elementwise values instead of loading them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from numgrad.autograd import engine
+from numgrad.compiler import pytree
+from numgrad.compiler.ir import Graph
+from numgrad.compiler.tracer import Tracer, TracingError
+from numgrad.grad_mode import set_grad_enabled
+from numgrad.tensor import Tensor
+
+
+@dataclass
+class Traced:
+    graph: Graph                 # joint graph: inputs = primals + cotangents
+    n_primals: int
+    n_fwd_eqns: int
+    outputs: list                # forward output Vars
+    out_tree: object
+    out_requires_grad: list
+    grads: list                  # per primal: grad Var or None (only where it requires grad)
+    cotangent_of: list           # output positions that receive a cotangent input
+    writebacks: list = field(default_factory=list)   # (primal position, Var)
+    leaf_hooks: list = field(default_factory=list)   # (primal position, [hooks])
+    aliases: dict = field(default_factory=dict)      # output position -> primal position
+
+
+def trace(fn, args, kwargs, grad_enabled, name=None):
+    tree, leaves = pytree.flatten((tuple(args), dict(kwargs)))
+    tracer = Tracer(name or getattr(fn, "__name__", "fn"))
+    inputs = []
+    new_leaves = []
+    for leaf in leaves:
+        if isinstance(leaf, Tensor):
+            v = tracer.new_input(leaf.shape, leaf._data.dtype)
+            v.requires_grad = leaf.requires_grad
+            t = Tensor._make(v)
+            t._requires_grad = leaf.requires_grad
+            inputs.append(t)
+            new_leaves.append(t)
+        else:
+            new_leaves.append(leaf)
+    originals = [t._data for t in inputs]
+    a, k = pytree.unflatten(tree, new_leaves)
+    try:
+        with set_grad_enabled(grad_enabled):
+            result = fn(*a, **k)
+        out_tree, out_leaves = pytree.flatten(result)
+        outs, out_req, aliases = [], [], {}
+        for j, leaf in enumerate(out_leaves):
+            if not isinstance(leaf, Tensor):
+                raise TracingError(f"@ng.jit functions must return tensors (or tuples, lists and "
+                                   f"dicts of them); output {j} is a {type(leaf).__name__}")
+            for i, t in enumerate(inputs):
+                if leaf is t:
+                    aliases[j] = i
+            outs.append(tracer.var_of(leaf._data))
+            out_req.append(leaf.requires_grad)
+        graph = tracer.graph
+        n_primals = len(graph.inputs)
+        writebacks = [(i, t._data) for i, t in enumerate(inputs) if t._data is not originals[i]]
+        leaf_hooks = []
+        for i, t in enumerate(inputs):
+            if t._hooks:
+                leaf_hooks.append((i, list(t._hooks.values())))
+                t._hooks = None  # run by the real engine on the real input, not in the trace
+        n_fwd = len(graph.eqns)
+        grads, cot_of = [None] * n_primals, []
+        if grad_enabled:
+            req_out = [j for j, leaf in enumerate(out_leaves) if leaf.requires_grad]
+            req_in = [i for i, t in enumerate(inputs) if t.requires_grad and t.grad_fn is None]
+            if req_out and req_in:
+                cts = [Tensor._make(tracer.new_input(outs[j].shape, outs[j].dtype))
+                       for j in req_out]
+                gs = engine.grad([out_leaves[j] for j in req_out], [inputs[i] for i in req_in],
+                                 grad_outputs=cts, retain_graph=True, allow_unused=True)
+                for i, g in zip(req_in, gs):
+                    grads[i] = None if g is None else tracer.var_of(g._data)
+                cot_of = req_out
+    finally:
+        tracer.active = False
+    return Traced(graph, n_primals, n_fwd, outs, out_tree, out_req, grads, cot_of, writebacks,
+                  leaf_hooks, aliases)
+
+
+_CHEAP = {"detach", "expand", "reshape", "to_dtype"}
+
+
+def _cheap(e):
+    if isinstance(e.prim, str):
+        return e.prim == "detach"
+    return e.prim.kind in ("elementwise", "compare") or e.prim.name in _CHEAP
+
+
+def partition(tr: Traced, remat=True):
+    """Split the joint graph: ``(forward, backward, n_saved)``.
+
+    forward:  primals -> outputs + saved values
+    backward: primals + saved + cotangents -> grads (of the primals that require grad)
+    A forward value the backward needs is recomputed there when it is a cheap
+    elementwise function of the primals (no reductions or matmuls on the way),
+    which moves fewer bytes than storing and reloading it.
+    """
+    g = tr.graph
+    fwd_eqns, bwd_eqns = g.eqns[:tr.n_fwd_eqns], g.eqns[tr.n_fwd_eqns:]
+    primals, cts = g.inputs[:tr.n_primals], g.inputs[tr.n_primals:]
+    base = set(primals) | set(g.consts)
+    produced = {e.out: e for e in fwd_eqns}
+    cheap = set()
+    if remat:
+        for e in fwd_eqns:
+            if _cheap(e) and all(v in base or v in cheap for v in e.inputs):
+                cheap.add(e.out)
+    grad_vars = [v for v in tr.grads if v is not None]
+    wanted = {v for e in bwd_eqns for v in e.inputs if v in produced}
+    wanted |= {v for v in grad_vars if v in produced}
+    saved = [v for v in _ordered(fwd_eqns, wanted) if v not in cheap]
+    # Recompute chain: every cheap value the backward reaches, directly or through others.
+    need = {v for v in wanted if v in cheap}
+    for e in reversed(fwd_eqns):
+        if e.out in need:
+            need.update(v for v in e.inputs if v in cheap)
+    recompute = [e for e in fwd_eqns if e.out in need]
+    forward = g.copy(eqns=fwd_eqns, inputs=primals, outputs=list(tr.outputs) + saved)
+    backward = g.copy(eqns=recompute + bwd_eqns, inputs=list(primals) + saved + list(cts),
+                      outputs=grad_vars)
+    return forward, backward, len(saved)
+
+
+def _ordered(eqns, wanted):
+    return [e.out for e in eqns if e.out in wanted]
+
+
+def forward_only(tr: Traced):
+    g = tr.graph
+    return g.copy(eqns=g.eqns[:tr.n_fwd_eqns], inputs=g.inputs[:tr.n_primals],
+                  outputs=list(tr.outputs))
+
+
+def joint(tr: Traced):
+    """One graph for value-and-grad: primals + cotangents -> outputs + grads."""
+    g = tr.graph
+    return g.copy(outputs=list(tr.outputs) + [v for v in tr.grads if v is not None])

@@ -1,0 +1,18 @@
+"""compiler.codegen: backends that turn a Graph into a runnable program.
+
+Room: compiler. A backend is ``compile(graph, options) -> Program`` where a
+Program is called with a flat list of input arrays and returns the list of
+output arrays, and exposes ``source`` (str) and ``kernels`` (int). ``numpy``
+is the reference (it runs each impl); ``cpu`` emits fused Numba kernels.
+"""
+from __future__ import annotations
+
+
+def get_backend(name):
+    if name == "numpy":
+        from numgrad.compiler.codegen import reference
+        return reference
+    if name == "cpu":
+        from numgrad.compiler.codegen import cpu
+        return cpu
+    raise ValueError(f"unknown backend {name!r}; expected 'cpu' or 'numpy'")

@@ -1,0 +1,571 @@
+"""codegen.cpu: fused Numba kernels for the CPU (``numba.njit``, ``prange`` where it pays).
+
+Room: compiler. The emitter owns loop structure; ops own only their scalar
+templates (``lowering`` in the registry). A graph becomes a few *stages*, each
+one ``njit`` function; equations Numba cannot run (hooks, gathers, batched
+matmul...) run in Python between stages. Inside a stage:
+
+- elementwise equations with the same iteration shape share one loop; a value
+  that never leaves its loop stays a local scalar (no array is written);
+- a reduction joins the loop that produces its input (its accumulator lives
+  in that loop), so ``sum(tanh(x*y) * exp(-y*y))`` is a single pass;
+- matmul stays ``np.dot`` (BLAS), with the elementwise loops around it fused.
+
+Shapes are static, so every extent and stride is a literal in the source and
+LLVM sees fixed-trip-count loops it can vectorise. 0-d values are kept as
+1-element arrays inside kernels.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from numgrad.compiler.codegen import cache as _cache
+
+PARALLEL_MIN = 1 << 17   # elements per loop before prange pays (see bench/parallel_threshold.py)
+
+_NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
+_REDUCTIONS = {"sum", "mean", "amax", "amin"}
+_EW_STRUCT = {"detach"}
+
+
+def cshape(shape):
+    return tuple(shape) if shape else (1,)
+
+
+def _size(shape):
+    return math.prod(shape) if shape else 1
+
+
+# ------------------------------------------------------------------ classify
+def lowerable(e):
+    """Can this equation run inside a Numba kernel?"""
+    if isinstance(e.prim, str):
+        return e.prim in _EW_STRUCT
+    name, kind = e.prim.name, e.prim.kind
+    if e.out.dtype.name not in _NB_TYPES or any(v.dtype.name not in _NB_TYPES for v in e.inputs):
+        return False
+    if kind in ("elementwise", "compare"):
+        return e.prim.lowering is not None
+    if name in ("where", "to_dtype", "expand", "reshape", "permute"):
+        return True
+    if name in _REDUCTIONS:
+        return True
+    if name == "matmul":
+        return (all(1 <= v.ndim <= 2 for v in e.inputs) and e.out.dtype.kind == "f"
+                and e.inputs[0].dtype == e.inputs[1].dtype)
+    return False
+
+
+def _role(e):
+    if isinstance(e.prim, str):
+        return "ew"
+    name = e.prim.name
+    if e.prim.kind in ("elementwise", "compare") or name in ("where", "to_dtype", "expand"):
+        return "ew"
+    if name in _REDUCTIONS:
+        return "red"
+    return "standalone"   # matmul, permute, reshape
+
+
+# ------------------------------------------------------------------- stages
+class Stage:
+    def __init__(self, index):
+        self.index = index
+        self.eqns = []
+        self.inputs = []    # Vars read from outside (graph inputs, consts, earlier steps)
+        self.outputs = []   # Vars needed after the stage
+        self.fn = None
+        self.name = None
+
+
+def split_stages(graph):
+    """Steps in order: ("kernel", Stage) or ("python", Eqn)."""
+    steps, cur = [], None
+    for e in graph.eqns:
+        if lowerable(e):
+            if cur is None:
+                cur = Stage(len([s for s in steps if s[0] == "kernel"]))
+                steps.append(("kernel", cur))
+            cur.eqns.append(e)
+        else:
+            cur = None
+            steps.append(("python", e))
+    # Inputs and outputs of each stage.
+    later_use = {}
+    for pos, (kind, obj) in enumerate(steps):
+        eqns = obj.eqns if kind == "kernel" else [obj]
+        for e in eqns:
+            for v in e.inputs:
+                later_use.setdefault(v, []).append(pos)
+    outs = set(graph.outputs)
+    for pos, (kind, obj) in enumerate(steps):
+        if kind != "kernel":
+            continue
+        produced = {e.out for e in obj.eqns}
+        seen = set()
+        for e in obj.eqns:
+            for v in e.inputs:
+                if v not in produced and v not in seen:
+                    if v in graph.consts and _size(v.shape) == 1:
+                        continue  # small constants become literals
+                    seen.add(v)
+                    obj.inputs.append(v)
+        obj.outputs = [e.out for e in obj.eqns
+                       if e.out in outs or any(p > pos for p in later_use.get(e.out, ()))]
+    return steps
+
+
+# ------------------------------------------------------------------- groups
+class Group:
+    def __init__(self, shape):
+        self.shape = shape
+        self.members = []
+        self.red_outs = set()
+        self.closed = False
+
+
+def group_stage(stage):
+    """Assign the stage's equations to loop groups; return the emission order."""
+    order, open_by_shape, producer = [], {}, {}
+
+    def close(g):
+        if not g.closed:
+            g.closed = True
+            open_by_shape.pop(g.shape, None)
+            order.append(("group", g))
+
+    for e in stage.eqns:
+        role = _role(e)
+        if role == "standalone":
+            for v in e.inputs:
+                pg = producer.get(v)
+                if pg is not None:
+                    close(pg)
+            order.append(("standalone", e))
+            continue
+        shape = cshape(e.inputs[0].shape if role == "red" else e.out.shape)
+        g = open_by_shape.get(shape)
+        for v in e.inputs:
+            pg = producer.get(v)
+            if pg is None or pg.closed:
+                continue
+            if pg is g and v not in g.red_outs:
+                continue
+            close(pg)
+            if pg is g:
+                g = None
+        if g is None or g.closed:
+            g = Group(shape)
+            open_by_shape[shape] = g
+        g.members.append(e)
+        producer[e.out] = g
+        if role == "red":
+            g.red_outs.add(e.out)
+    for g in list(open_by_shape.values()):
+        close(g)
+    return order
+
+
+# ------------------------------------------------------------------ emitter
+def _literal(value, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return "True" if bool(value) else "False"
+    if dtype.kind in "iu":
+        return f"np.int64({int(value)})"
+    v = float(value)
+    if math.isnan(v):
+        return f"np.{dtype.name}(np.nan)"
+    if math.isinf(v):
+        return f"np.{dtype.name}({'' if v > 0 else '-'}np.inf)"
+    return f"np.{dtype.name}({v!r})"
+
+
+def _strides(shape):
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return list(reversed(out))
+
+
+class StageEmitter:
+    def __init__(self, stage, graph, parallel):
+        self.stage = stage
+        self.graph = graph
+        self.parallel = parallel
+        self.lines = []
+        self.materialized = set(stage.inputs)
+        self.uses_prange = False
+
+    def name(self, v):
+        return f"v_{v.name}"
+
+    def flat(self, v):
+        return f"f_{v.name}"
+
+    def emit(self, line, depth=1):
+        self.lines.append("    " * depth + line)
+
+    def const_literal(self, v):
+        a = self.graph.consts[v]
+        return _literal(a.reshape(-1)[0], v.dtype)
+
+    def source(self, fname):
+        st = self.stage
+        args = ", ".join(self.name(v) for v in st.inputs)
+        self.lines = []
+        for v in st.inputs:
+            self.emit(f"{self.flat(v)} = {self.name(v)}.reshape({_size(v.shape)})")
+        order = group_stage(st)
+        users = {}
+        for e in st.eqns:
+            for v in e.inputs:
+                users.setdefault(v, set()).add(id(e))
+        needed_outside = set(st.outputs)
+        member_of = {}
+        for kind, obj in order:
+            if kind == "group":
+                for e in obj.members:
+                    member_of[e.out] = obj
+        for kind, obj in order:
+            if kind == "standalone":
+                for v in obj.inputs:
+                    needed_outside.add(v)
+            else:
+                for e in obj.members:
+                    for v in e.inputs:
+                        if member_of.get(v) is not None and member_of[v] is not obj:
+                            needed_outside.add(v)
+        self.needed_outside = needed_outside
+        for kind, obj in order:
+            if kind == "standalone":
+                self.emit_standalone(obj)
+            else:
+                self.emit_group(obj)
+        rets = [self.name(v) if v not in self.graph.consts or _size(v.shape) > 1
+                else f"np.full(1, {self.const_literal(v)})" for v in st.outputs]
+        ret = "(" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")"
+        self.emit(f"return {ret}")
+        eqn_lines = "\n".join(f"#   {e!r}" for e in st.eqns)
+        sig = "(" + ", ".join(f"{_NB_TYPES[v.dtype.name]}[{', '.join([':'] * (len(cshape(v.shape)) - 1) + ['::1'])}]"
+                              for v in st.inputs) + ("," if len(st.inputs) == 1 else "") + ")"
+        head = (f"# stage {st.index}: fuses\n{eqn_lines}\n"
+                f"@njit({sig!r}, cache=True, parallel={self.uses_prange}, "
+                f"fastmath=FASTMATH, error_model='numpy')\n"
+                f"def {fname}({args}):")
+        return head + "\n" + "\n".join(self.lines) + "\n"
+
+    # ---------------------------------------------------------- standalone
+    def emit_standalone(self, e):
+        name = e.prim.name
+        out = e.out
+        o, of = self.name(out), self.flat(out)
+        n = _size(out.shape)
+        ins = [self.name(v) for v in e.inputs]
+        for v in e.inputs:
+            if v in self.graph.consts and v not in self.materialized:
+                self.emit(f"{self.name(v)} = np.full({cshape(v.shape)}, {self.const_literal(v)})")
+                self.emit(f"{self.flat(v)} = {self.name(v)}.reshape({_size(v.shape)})")
+                self.materialized.add(v)
+        if name == "reshape":
+            self.emit(f"{of} = {self.flat(e.inputs[0])}")
+            self.emit(f"{o} = {of}.reshape({cshape(out.shape)})")
+        elif name == "permute":
+            self.emit(f"{o} = np.ascontiguousarray(np.transpose({ins[0]}, "
+                      f"{tuple(e.params['dims'])}))")
+            self.emit(f"{of} = {o}.reshape({n})")
+        elif name == "matmul":
+            a, b = e.inputs
+            if a.ndim == 1 and b.ndim == 1:
+                self.emit(f"{o} = np.empty(1, np.{out.dtype.name})")
+                self.emit(f"{o}[0] = np.dot({ins[0]}, {ins[1]})")
+            else:
+                self.emit(f"{o} = np.dot({ins[0]}, {ins[1]})")
+            self.emit(f"{of} = {o}.reshape({n})")
+        else:
+            raise NotImplementedError(name)
+        self.materialized.add(out)
+
+    # --------------------------------------------------------------- groups
+    def emit_group(self, g):
+        S = g.shape
+        N = _size(S)
+        local = {}          # Var -> local scalar name (values computed in this loop)
+        members = g.members
+        # Can we use one flat loop? Every array we touch must have the loop's shape
+        # (or be a single element) and every reduction must be a full one.
+        flat = True
+        for e in members:
+            if _role(e) == "red" and e.params.get("dim") is not None and \
+                    _size(e.out.shape) != 1:
+                flat = False
+            for v in e.inputs:
+                if (v not in {m.out for m in members}) and _size(v.shape) != 1 and \
+                        cshape(v.shape) != S:
+                    flat = False
+        reds = [e for e in members if _role(e) == "red"]
+        full_reds = [e for e in reds if _size(e.out.shape) == 1]
+        part_reds = [e for e in reds if _size(e.out.shape) != 1]
+        only_sums = all(e.prim.name in ("sum", "mean") for e in reds)
+        par = (self.parallel and N >= PARALLEL_MIN and only_sums and
+               (flat or not reds or all(0 not in (e.params.get("dim") or (0,))
+                                         for e in part_reds) and not full_reds))
+        # Allocations for materialized outputs and partial-reduction accumulators.
+        mat = [e.out for e in members if _role(e) == "ew" and e.out in self.needed_outside]
+        for v in mat:
+            self.emit(f"{self.name(v)} = np.empty({cshape(v.shape)}, np.{v.dtype.name})")
+            self.emit(f"{self.flat(v)} = {self.name(v)}.reshape({_size(v.shape)})")
+        for e in part_reds:
+            init = self._red_init(e)
+            self.emit(f"{self.name(e.out)} = np.full({cshape(e.out.shape)}, {init})")
+            self.emit(f"{self.flat(e.out)} = {self.name(e.out)}.reshape({_size(e.out.shape)})")
+        for e in full_reds:
+            self.emit(f"acc_{e.out.name} = {self._red_init(e)}")
+        # Hoist single-element reads out of the loop.
+        hoisted = {}
+        produced = {m.out for m in members}
+        for e in members:
+            for v in e.inputs:
+                if v in produced or v in hoisted:
+                    continue
+                if v in self.graph.consts and _size(v.shape) == 1:
+                    hoisted[v] = self.const_literal(v)
+                elif _size(v.shape) == 1:
+                    hoisted[v] = f"s_{v.name}"
+                    self.emit(f"s_{v.name} = {self.flat(v)}[0]")
+        rng = "prange" if par else "range"
+        self.uses_prange |= par
+        depth = 1
+        if flat:
+            self.emit(f"for i in {rng}({N}):")
+            depth = 2
+            idx = ["i"]
+        else:
+            for d, s in enumerate(S):
+                self.emit(f"for i{d} in {rng if d == 0 else 'range'}({s}):", depth)
+                depth += 1
+            idx = [f"i{d}" for d in range(len(S))]
+
+        def offset(shape):
+            if flat:
+                return "i"
+            shp = (1,) * (len(S) - len(cshape(shape))) + cshape(shape)
+            terms = []
+            for d, (s, st) in enumerate(zip(shp, _strides(shp))):
+                if s == 1:
+                    continue
+                terms.append(idx[d] if st == 1 else f"{idx[d]} * {st}")
+            return " + ".join(terms) if terms else "0"
+
+        def read(v):
+            if v in local:
+                return local[v]
+            if v in hoisted:
+                return hoisted[v]
+            return f"{self.flat(v)}[{offset(v.shape)}]"
+
+        for e in members:
+            role = _role(e)
+            if role == "red":
+                val = read(e.inputs[0])
+                op = e.prim.name
+                if e in full_reds:
+                    acc = f"acc_{e.out.name}"
+                    if op in ("sum", "mean"):
+                        self.emit(f"{acc} += {val}", depth)
+                    else:
+                        fn = "maximum" if op == "amax" else "minimum"
+                        self.emit(f"{acc} = {fn}({acc}, {val})", depth)
+                else:
+                    keep = self._keep_shape(e)
+                    target = f"{self.flat(e.out)}[{self._red_offset(keep, S, idx)}]"
+                    if op in ("sum", "mean"):
+                        self.emit(f"{target} += {val}", depth)
+                    else:
+                        fn = "maximum" if op == "amax" else "minimum"
+                        self.emit(f"{target} = {fn}({target}, {val})", depth)
+                continue
+            expr = self._expr(e, [read(v) for v in e.inputs])
+            t = f"t_{e.out.name}"
+            self.emit(f"{t} = {expr}", depth)
+            local[e.out] = t
+            if e.out in self.needed_outside:
+                self.emit(f"{self.flat(e.out)}[{offset(e.out.shape)}] = {t}", depth)
+        # Finish reductions.
+        for e in full_reds:
+            acc = f"acc_{e.out.name}"
+            if e.prim.name == "mean":
+                acc = f"{acc} / {_literal(N, e.out.dtype)}"
+            self.emit(f"{self.name(e.out)} = np.empty(1, np.{e.out.dtype.name})")
+            self.emit(f"{self.name(e.out)}[0] = {acc}")
+            self.emit(f"{self.flat(e.out)} = {self.name(e.out)}")
+        for e in part_reds:
+            if e.prim.name == "mean":
+                cnt = _size(e.inputs[0].shape) // _size(e.out.shape)
+                self.emit(f"{self.flat(e.out)} /= {_literal(cnt, e.out.dtype)}")
+        for v in produced:
+            self.materialized.add(v)
+
+    def _red_init(self, e):
+        dt = e.out.dtype
+        if e.prim.name in ("sum", "mean"):
+            return _literal(0, dt)
+        if dt.kind == "f":
+            return _literal(-np.inf if e.prim.name == "amax" else np.inf, dt)
+        info = np.iinfo(np.int64)
+        return _literal(info.min if e.prim.name == "amax" else info.max, dt)
+
+    def _keep_shape(self, e):
+        x = e.inputs[0].shape
+        dim = e.params.get("dim")
+        return tuple(1 if (dim is None or i in dim) else s for i, s in enumerate(x))
+
+    def _red_offset(self, keep, S, idx):
+        shp = (1,) * (len(S) - len(cshape(keep))) + cshape(keep)
+        terms = []
+        for d, (s, st) in enumerate(zip(shp, _strides(shp))):
+            if s == 1:
+                continue
+            terms.append(idx[d] if st == 1 else f"{idx[d]} * {st}")
+        return " + ".join(terms) if terms else "0"
+
+    def _expr(self, e, args):
+        if isinstance(e.prim, str):  # detach: identity at run time
+            return args[0]
+        name = e.prim.name
+        dt = e.out.dtype
+        if name == "expand":
+            return args[0]
+        if name == "to_dtype":
+            if dt == np.bool_:
+                return f"({args[0]} != 0)"
+            return f"np.{dt.name}({args[0]})"
+        if name == "pow_scalar":
+            p = e.params["exponent"]
+            x = args[0]
+            if p == 2:
+                return f"({x} * {x})"
+            if p == 3:
+                return f"({x} * {x} * {x})"
+            if p == 1:
+                return x
+            if p == 0.5:
+                return f"sqrt({x})"
+            if p == -1:
+                return f"({_literal(1, dt)} / {x})"
+            return f"power({x}, {_literal(p, dt)})"
+        if name == "clamp":
+            lo, hi = e.params["min"], e.params["max"]
+            x = args[0]
+            if lo is not None and hi is not None:
+                return f"clamp({x}, {_literal(lo, dt)}, {_literal(hi, dt)})"
+            if lo is not None:
+                return f"clamp_min({x}, {_literal(lo, dt)})"
+            return f"clamp_max({x}, {_literal(hi, dt)})"
+        return e.prim.lowering.format(*args, **{k: v for k, v in e.params.items()})
+
+
+# ------------------------------------------------------------------ program
+class Program:
+    """Runs the steps of one compiled graph; called with the input arrays."""
+
+    def __init__(self, graph, steps, module, source, disk_hit):
+        self.graph = graph
+        self.steps = steps
+        self.source = source
+        self.kernels = sum(1 for k, _ in steps if k == "kernel")
+        self.disk_hit = disk_hit
+        self.module = module
+        self._inputs = graph.inputs
+        self._outputs = [(v, v.shape) for v in graph.outputs]
+        self._consts = [(v, np.ascontiguousarray(a.reshape(cshape(a.shape))))
+                        for v, a in graph.consts.items()]
+        # Fast path: one kernel whose inputs are exactly graph inputs and consts.
+        self._single = None
+        if len(steps) == 1 and steps[0][0] == "kernel":
+            st = steps[0][1]
+            pos = {v: i for i, v in enumerate(graph.inputs)}
+            cmap = dict(self._consts)
+            plan = []
+            for v in st.inputs:
+                plan.append(("in", pos[v], v.ndim == 0) if v in pos else ("const", cmap[v], 0))
+            outpos = {v: i for i, v in enumerate(st.outputs)}
+            if all(v in outpos for v in graph.outputs):
+                self._single = (st.fn, plan, [(outpos[v], v.shape) for v in graph.outputs])
+
+    def __call__(self, arrays):
+        if self._single is not None:
+            fn, plan, outs = self._single
+            args = [(_canon(arrays[a]) if b else _ready(arrays[a])) if k == "in" else a
+                    for k, a, b in plan]
+            res = fn(*args)
+            return [res[i].reshape(shape) if not shape else res[i] for i, shape in outs]
+        env = dict(self._consts)
+        for v, a in zip(self._inputs, arrays):
+            env[v] = _canon(a) if v.ndim == 0 else _ready(a)
+        from numgrad.compiler.steps import run_structural
+        for kind, obj in self.steps:
+            if kind == "kernel":
+                res = obj.fn(*[env[v] for v in obj.inputs])
+                for v, r in zip(obj.outputs, res):
+                    env[v] = r
+            else:
+                e = obj
+                ins = [env[v].reshape(v.shape) for v in e.inputs]
+                if isinstance(e.prim, str):
+                    out = run_structural(e, ins)
+                else:
+                    out = e.prim.impl(*ins, **e.params)
+                out = np.asarray(out)
+                env[e.out] = _ready(out.reshape(cshape(e.out.shape)))
+        return [env[v].reshape(shape) for v, shape in self._outputs]
+
+
+def _ready(a):
+    if not a.flags.c_contiguous or not a.flags.writeable:
+        a = np.array(a, order="C")
+    return a
+
+
+def _canon(a):
+    return _ready(a).reshape(1)
+
+
+def compile(graph, options=None):
+    options = options or {}
+    parallel = options.get("parallel", "auto")
+    fastmath = options.get("fastmath", False)
+    steps = split_stages(graph)
+    kernels = [obj for kind, obj in steps if kind == "kernel"]
+    base = options.get("name", "fn")
+    srcs = []
+    for st in kernels:
+        em = StageEmitter(st, graph, parallel in ("auto", True))
+        st.name = None
+        src = em.source("KERNEL_NAME")
+        # Numba's cache ignores parallel=: give the parallel variant its own name.
+        st.name = f"{_safe(base)}_{options.get('role', 'fwd')}_{st.index}" + (
+            "_par" if em.uses_prange else "")
+        srcs.append(src.replace("KERNEL_NAME", st.name))
+    flags = {"contract", "arcp", "nsz", "afn"} if not fastmath else {
+        "contract", "arcp", "nsz", "afn", "reassoc"}
+    header = ("# generated by numgrad: one function per fused stage\n"
+              "import numpy as np\n"
+              "from numba import njit, prange\n"
+              "from numgrad.compiler.codegen.scalar import *  # noqa: F401,F403\n\n"
+              f"FASTMATH = set({sorted(flags)!r})\n\n")
+    source = header + "\n\n".join(srcs)
+    module, disk_hit = _cache.load_module(source, verbose=options.get("verbose", False))
+    for st in kernels:
+        st.fn = getattr(module, st.name)
+    if not kernels:
+        disk_hit = False
+    return Program(graph, steps, module, source, disk_hit)
+
+
+def _safe(name):
+    out = "".join(c if c.isalnum() else "_" for c in name)
+    return out if out and not out[0].isdigit() else "f_" + out

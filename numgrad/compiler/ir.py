@@ -1,0 +1,228 @@
+"""compiler.ir: the static graph IR — typed values and a flat list of equations.
+
+Room: compiler. Imports NumPy and the op registry (for the reference evaluator).
+
+A ``Graph`` reads like a jaxpr::
+
+    { lambda a:f32[10]{grad} ; let
+        b:f32[10] = pow_scalar[exponent=2] a
+        c:f32[] = sum[dim=None, keepdim=False] b
+      in (c) }
+
+Annotations sit in braces: ``{grad}`` on values that require grad,
+``{no_grad}`` on equations recorded with grad mode off, ``{detach}`` on
+stop-gradient boundaries and ``{hook}`` on backward hook boundaries.
+``Graph.eval`` runs the NumPy impls and is the oracle every pass is tested against.
+"""
+from __future__ import annotations
+
+import itertools
+import html
+
+import numpy as np
+
+_SHORT = {"float32": "f32", "float64": "f64", "int64": "i64", "bool": "bool"}
+
+
+class Var:
+    """A value in the graph: shape and NumPy dtype, known at trace time."""
+
+    __slots__ = ("id", "shape", "dtype", "requires_grad", "_ng_interpreter", "__weakref__")
+
+    def __init__(self, id, shape, dtype, interpreter=None):
+        self.id = id
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.requires_grad = False
+        self._ng_interpreter = interpreter  # set while tracing: routes ops on this value
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def name(self):
+        return _name(self.id)
+
+    def type_str(self):
+        return f"{_SHORT.get(self.dtype.name, self.dtype.name)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        return f"{self.name}:{self.type_str()}"
+
+    # Concrete access while tracing means Python control flow on a tensor's value.
+    def _ng_concrete(self):
+        if self._ng_interpreter is not None:
+            self._ng_interpreter.concrete_access(self)
+        raise TypeError("a traced value has no concrete data outside its trace")
+
+    def _ng_repr(self):
+        return f"<traced {self.type_str()}>"
+
+
+def _name(i):
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = letters[r] + s
+    return s
+
+
+class Eqn:
+    """``out = prim[params](*inputs)``, with annotations (grad mode, detach, hook)."""
+
+    __slots__ = ("prim", "inputs", "params", "out", "ann")
+
+    def __init__(self, prim, inputs, params, out, ann=None):
+        self.prim = prim          # a registry Primitive, or a str for structural eqns
+        self.inputs = list(inputs)
+        self.params = dict(params)
+        self.out = out
+        self.ann = dict(ann or {})
+
+    @property
+    def name(self):
+        return self.prim if isinstance(self.prim, str) else self.prim.name
+
+    def __repr__(self):
+        params = ", ".join(f"{k}={_short_param(v)}" for k, v in self.params.items()
+                           if not k.startswith("_"))
+        params = f"[{params}]" if params else ""
+        ann = " ".join("{" + k + "}" for k, v in self.ann.items() if v and k != "grad")
+        if self.ann.get("grad") is False:
+            ann = ("{no_grad} " + ann).strip()
+        args = " ".join(v.name for v in self.inputs)
+        return f"{self.out!r} = {self.name}{params} {args}" + (f"  {ann}" if ann else "")
+
+
+def _short_param(v):
+    if isinstance(v, np.ndarray):
+        return f"array{list(v.shape)}"
+    if isinstance(v, np.dtype):
+        return v.name
+    if callable(v):
+        return getattr(v, "__name__", "fn")
+    return repr(v)
+
+
+class Graph:
+    """Inputs, constants, equations and outputs; see the module docstring."""
+
+    def __init__(self, inputs=(), eqns=(), outputs=(), consts=None, name="fn"):
+        self.inputs = list(inputs)
+        self.eqns = list(eqns)
+        self.outputs = list(outputs)
+        self.consts = dict(consts or {})  # Var -> np.ndarray
+        self.name = name
+        self._ids = itertools.count(1 + max([v.id for v in self._all_vars()], default=-1))
+
+    def _all_vars(self):
+        yield from self.inputs
+        yield from self.consts
+        for e in self.eqns:
+            yield e.out
+
+    def new_var(self, shape, dtype):
+        return Var(next(self._ids), shape, dtype)
+
+    # ------------------------------------------------------------- display
+    def __str__(self):
+        ins = " ".join(f"{v!r}" + ("{grad}" if v.requires_grad else "") for v in self.inputs)
+        consts = " ".join(f"{v!r}" for v in self.consts)
+        lines = [f"{{ lambda {consts + ' ; ' if consts else ''}{ins} ; let"]
+        lines += [f"    {e!r}" for e in self.eqns]
+        outs = " ".join(v.name for v in self.outputs)
+        lines.append(f"  in ({outs}) }}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self):
+        return f"<pre>{html.escape(str(self))}</pre>"
+
+    def to_dot(self) -> str:
+        """Graphviz source: values as ellipses, equations as boxes."""
+        out = ["digraph G {", "  rankdir=TB; node [fontname=monospace fontsize=10];"]
+        for v in self.inputs:
+            out.append(f'  {v.name} [label="{v!r}" shape=ellipse style=filled '
+                       f'fillcolor="{"#ffd8a8" if v.requires_grad else "#e9ecef"}"];')
+        for v in self.consts:
+            out.append(f'  {v.name} [label="{v!r}" shape=ellipse style=dashed];')
+        for i, e in enumerate(self.eqns):
+            color = "#d0ebff"
+            if e.ann.get("hook"):
+                color = "#ffc9c9"
+            elif e.ann.get("detach"):
+                color = "#e5dbff"
+            elif e.ann.get("grad") is False:
+                color = "#f1f3f5"
+            out.append(f'  e{i} [label="{e.name}" shape=box style=filled fillcolor="{color}"];')
+            out.append(f'  {e.out.name} [label="{e.out!r}" shape=plaintext];')
+            for v in e.inputs:
+                out.append(f"  {v.name} -> e{i};")
+            out.append(f"  e{i} -> {e.out.name};")
+        for v in self.outputs:
+            out.append(f"  {v.name} [peripheries=2];")
+        out.append("}")
+        return "\n".join(out)
+
+    def _repr_svg_(self):
+        import shutil
+        import subprocess
+        if shutil.which("dot") is None:
+            return None
+        return subprocess.run(["dot", "-Tsvg"], input=self.to_dot(), capture_output=True,
+                              text=True, check=False).stdout or None
+
+    # ------------------------------------------------------------ checking
+    def verify(self):
+        """Every value is defined once, before use; raise AssertionError otherwise."""
+        defined = set(self.inputs) | set(self.consts)
+        for e in self.eqns:
+            for v in e.inputs:
+                assert v in defined, f"{v!r} used before definition in {e!r}"
+            assert e.out not in defined, f"{e.out!r} defined twice"
+            defined.add(e.out)
+        for v in self.outputs:
+            assert v in defined, f"output {v!r} is not defined"
+        return True
+
+    def eval(self, *args, hooks=None):
+        """Reference evaluator: run every equation's NumPy impl."""
+        from numgrad.compiler.steps import run_structural
+        env = dict(self.consts)
+        for v, a in zip(self.inputs, args):
+            env[v] = np.asarray(a)
+        for e in self.eqns:
+            ins = [env[v] for v in e.inputs]
+            if isinstance(e.prim, str):
+                env[e.out] = run_structural(e, ins, hooks)
+            else:
+                out = e.prim.impl(*ins, **e.params)
+                env[e.out] = np.asarray(out)
+        return [env[v] for v in self.outputs]
+
+    def users(self):
+        """For each value, the equations that read it."""
+        u = {}
+        for e in self.eqns:
+            for v in e.inputs:
+                u.setdefault(v, []).append(e)
+        return u
+
+    def copy(self, eqns=None, inputs=None, outputs=None, consts=None):
+        g = Graph(self.inputs if inputs is None else inputs,
+                  self.eqns if eqns is None else eqns,
+                  self.outputs if outputs is None else outputs,
+                  self.consts if consts is None else consts, self.name)
+        g._ids = self._ids
+        return g

@@ -1,0 +1,30 @@
+"""compiler.passes: pure ``Graph -> Graph`` rewrites, run in this order.
+
+| pass  | what it does |
+|-------|--------------|
+| fold  | evaluates equations whose inputs are all constants (constant folding) |
+| cse   | merges equations that compute the same thing from the same inputs |
+| dce   | drops equations nothing reads (hooks are kept: they have side effects) |
+
+Fusion grouping is done by the backend's emitter, which owns loop structure.
+Set ``NUMGRAD_DEBUG_PASSES=1`` to print the graph after each pass.
+"""
+from __future__ import annotations
+
+import os
+
+from numgrad.compiler.passes.fold import fold
+from numgrad.compiler.passes.cse import cse
+from numgrad.compiler.passes.dce import dce
+
+PIPELINE = [fold, cse, dce]
+
+
+def optimize(graph, verbose=False):
+    debug = verbose or os.environ.get("NUMGRAD_DEBUG_PASSES") == "1"
+    for p in PIPELINE:
+        graph = p(graph)
+        if debug:
+            print(f"-- after {p.__name__} ({len(graph.eqns)} equations)\n{graph}")
+    graph.verify()
+    return graph

@@ -1,0 +1,18 @@
+"""fold: constant folding — run equations whose inputs are all constants at compile time."""
+from __future__ import annotations
+
+import numpy as np
+
+_MAX_FOLD = 1 << 16  # elements: larger results stay computed, not baked into the kernel
+
+
+def fold(graph):
+    consts = dict(graph.consts)
+    eqns = []
+    for e in graph.eqns:
+        if (not isinstance(e.prim, str) and e.inputs and all(v in consts for v in e.inputs)
+                and e.out.size <= _MAX_FOLD):
+            consts[e.out] = np.asarray(e.prim.impl(*[consts[v] for v in e.inputs], **e.params))
+            continue
+        eqns.append(e)
+    return graph.copy(eqns=eqns, consts=consts)

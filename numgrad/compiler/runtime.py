@@ -1,0 +1,313 @@
+"""compiler.runtime: ``CompiledFunction`` — guards, cached plans, and the backward node.
+
+Room: compiler. A call computes the signature (tree structure, shapes, dtypes,
+devices, requires_grad flags, grad mode, constant arguments), finds or builds
+the plan for it, runs the forward program, and returns ordinary Tensors whose
+``grad_fn`` is a ``CompiledFunctionBackward`` node inside the eager engine, so
+compiled and eager code mix in one graph.
+"""
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+
+from numgrad.autograd.graph import Node, edge_of, describe, _FREED
+from numgrad.compiler import autodiff, pytree
+from numgrad.compiler.codegen import get_backend
+from numgrad.compiler.passes import optimize
+from numgrad.grad_mode import is_grad_enabled
+from numgrad.tensor import Tensor
+
+
+class Stats:
+    """Counters: ``traces``, ``compiles``, ``cache_hits`` (plan reuse), ``disk_hits``, ``kernels``."""
+
+    __slots__ = ("traces", "compiles", "cache_hits", "disk_hits", "kernels")
+
+    def __init__(self):
+        self.traces = self.compiles = self.cache_hits = self.disk_hits = self.kernels = 0
+
+    def __repr__(self):
+        return ("Stats(" + ", ".join(f"{k}={getattr(self, k)}" for k in self.__slots__) + ")")
+
+
+def _leaf_key(x):
+    if isinstance(x, Tensor):
+        d = x._data
+        return (d.shape, d.dtype.str, x._requires_grad, str(x.device))
+    if isinstance(x, (int, float, bool, str, type(None), complex)):
+        return ("const", type(x).__name__, x)
+    if isinstance(x, np.ndarray):
+        return ("array", x.shape, x.dtype.str, x.tobytes())
+    try:
+        hash(x)
+        return ("const", type(x).__name__, x)
+    except TypeError:
+        return ("id", id(x))
+
+
+class CompiledFunction:
+    """What ``ng.jit(fn)`` returns: call it like ``fn``; inspect with ``trace``/``source``/``stats``."""
+
+    def __init__(self, fn, device=None, parallel="auto", fastmath=False, cache=True,
+                 backend=None, remat=True, verbose=False):
+        self.fn = fn
+        self.device = device
+        self.options = {"parallel": parallel, "fastmath": fastmath, "cache": cache,
+                        "verbose": verbose}
+        self.backend = backend or ("cuda" if device == "cuda" else "cpu")
+        self.remat = remat
+        self.verbose = verbose
+        self.stats = Stats()
+        self._plans = {}
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self):
+        return f"<ng.jit {getattr(self.fn, '__qualname__', self.fn)}>"
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    # --------------------------------------------------------------- calls
+    def _key(self, args, kwargs):
+        tree, leaves = pytree.flatten((args, kwargs))
+        grad = is_grad_enabled()
+        return (tree, tuple(_leaf_key(x) for x in leaves), grad), tree, leaves, grad
+
+    def _plan(self, args, kwargs):
+        key, tree, leaves, grad = self._key(args, kwargs)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = Plan(self, args, kwargs, tree, leaves, grad)
+            self._plans[key] = plan
+        else:
+            self.stats.cache_hits += 1
+        return plan, leaves
+
+    def __call__(self, *args, **kwargs):
+        from numgrad.compiler.tracer import Tracer
+        for x in pytree.flatten((args, kwargs))[1]:
+            if isinstance(x, Tensor) and isinstance(getattr(x._data, "_ng_interpreter", None),
+                                                    Tracer):
+                # Called inside another trace: inline, so the outer plan fuses across it.
+                return self.fn(*args, **kwargs)
+        plan, leaves = self._plan(args, kwargs)
+        return plan.run(leaves)
+
+    # ---------------------------------------------------------- inspection
+    def trace(self, *args, **kwargs):
+        """The traced joint graph (forward and derived backward) after the passes."""
+        plan, _ = self._plan(args, kwargs)
+        return plan.joint_graph
+
+    def source(self, *args, **kwargs) -> str:
+        """The generated kernel source for this signature."""
+        plan, _ = self._plan(args, kwargs)
+        return plan.source()
+
+
+class Plan:
+    """Everything compiled for one signature: forward (+ backward) programs and metadata."""
+
+    def __init__(self, owner, args, kwargs, tree, leaves, grad):
+        t0 = time.perf_counter()
+        self.owner = owner
+        self.tree, self.leaves_template = tree, leaves
+        self.tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
+        verbose = owner.verbose
+        name = getattr(owner.fn, "__name__", "fn")
+        tr = autodiff.trace(owner.fn, args, kwargs, grad, name)
+        owner.stats.traces += 1
+        self.traced = tr
+        self.out_tree = tr.out_tree
+        self.n_out = len(tr.outputs)
+        self.grad = any(v is not None for v in tr.grads)
+        backend = get_backend(owner.backend)
+        opts = dict(owner.options, name=name)
+        wb_vars = [v for _, v in tr.writebacks]
+        if self.grad:
+            fwd, bwd, n_saved = autodiff.partition(tr, remat=owner.remat)
+            fwd = fwd.copy(outputs=fwd.outputs + wb_vars)
+            self.n_saved = n_saved
+            self.fwd_graph = optimize(fwd, verbose and False)
+            self.bwd_graph = optimize(bwd)
+            self.fwd = backend.compile(self.fwd_graph, dict(opts, role="fwd"))
+            self.bwd = backend.compile(self.bwd_graph, dict(opts, role="bwd"))
+            prim_set = set(tr.graph.inputs[:tr.n_primals])
+            read = {v for e in self.bwd_graph.eqns for v in e.inputs}
+            self.check_inputs = [i for i, v in enumerate(tr.graph.inputs[:tr.n_primals])
+                                 if v in read or v in self.bwd_graph.outputs]
+            wanted = {v for e in tr.graph.eqns[tr.n_fwd_eqns:] for v in e.inputs}
+            self.check_outputs = [j for j, v in enumerate(tr.outputs)
+                                  if v in wanted and v not in prim_set]
+            self.grad_pos = [i for i, v in enumerate(tr.grads) if v is not None]
+            programs = [self.fwd, self.bwd]
+        else:
+            fwd = autodiff.forward_only(tr)
+            fwd = fwd.copy(outputs=fwd.outputs + wb_vars)
+            self.n_saved = 0
+            self.fwd_graph = optimize(fwd)
+            self.fwd = backend.compile(self.fwd_graph, dict(opts, role="fwd" if not grad
+                                                            else "fwd_nograd"))
+            programs = [self.fwd]
+        self.joint_graph = optimize(autodiff.joint(tr)) if self.grad else self.fwd_graph
+        stats = owner.stats
+        stats.compiles += 1
+        stats.kernels = sum(p.kernels for p in programs)
+        stats.disk_hits += sum(1 for p in programs if getattr(p, "disk_hit", False))
+        self.programs = programs
+        self._bwd_fn = None
+        if verbose:
+            print(f"[numgrad.jit] {name}: traced and compiled {len(programs)} program(s), "
+                  f"{stats.kernels} kernel(s) in {time.perf_counter() - t0:.2f}s")
+
+    def source(self):
+        return "\n\n".join(p.source for p in self.programs)
+
+    def run(self, leaves):
+        tensors = [leaves[i] for i in self.tensor_pos]
+        arrays = [np.ascontiguousarray(t._data) for t in tensors]
+        tr = self.traced
+        res = self.fwd(arrays)
+        n_out = self.n_out
+        outs = res[:n_out]
+        node = None
+        if self.grad:
+            saved = res[n_out:n_out + self.n_saved]
+            node = CompiledFunctionBackward(self, tensors, arrays, saved)
+        wb = res[n_out + self.n_saved:]
+        out_tensors = []
+        cot_index = {j: k for k, j in enumerate(tr.cotangent_of)}
+        for j, arr in enumerate(outs):
+            if j in tr.aliases:
+                out_tensors.append(tensors[tr.aliases[j]])
+                continue
+            arr = np.asarray(arr)
+            k = cot_index.get(j)
+            if node is not None and k is not None:
+                out_tensors.append(Tensor._make(arr, node, None, k))
+            else:
+                out_tensors.append(Tensor._make(arr))
+        if node is not None:
+            node.watch_outputs([out_tensors[j] for j in self.check_outputs])
+        for (i, _), arr in zip(tr.writebacks, wb):
+            t = tensors[i]
+            t._data[...] = arr
+            t._vc.value += 1
+        for i, hooks in tr.leaf_hooks:
+            for h in hooks:
+                tensors[i].register_hook(h)
+        return pytree.unflatten(self.out_tree, out_tensors)
+
+    # ------------------------------------------------- create_graph support
+    def differentiable_backward(self, tensors, grads):
+        """The backward as a compiled, differentiable function (double backward)."""
+        if self._bwd_fn is None:
+            from numgrad.compiler.runtime import CompiledFunction
+            self._bwd_fn = CompiledFunction(self._make_bwd_fn(), backend=self.owner.backend,
+                                            **{k: v for k, v in self.owner.options.items()
+                                               if k in ("parallel", "fastmath", "cache")})
+        cts = []
+        for k, j in enumerate(self.traced.cotangent_of):
+            g = grads[k]
+            if g is None:
+                shape = self.traced.outputs[j].shape
+                g = Tensor._make(np.zeros(shape, self.traced.outputs[j].dtype))
+            cts.append(g)
+        return self._bwd_fn(*tensors, *cts)
+
+    def _make_bwd_fn(self):
+        fn, tree, template = self.owner.fn, self.tree, list(self.leaves_template)
+        pos, n_t = self.tensor_pos, len(self.tensor_pos)
+        cot_of, grad_pos = self.traced.cotangent_of, self.grad_pos
+
+        def backward_of(*ts_and_cts):
+            from numgrad.autograd import engine
+            ts, cts = ts_and_cts[:n_t], ts_and_cts[n_t:]
+            leaves = list(template)
+            for p, t in zip(pos, ts):
+                leaves[p] = t
+            a, k = pytree.unflatten(tree, leaves)
+            _, out_leaves = pytree.flatten(fn(*a, **k))
+            return tuple(engine.grad([out_leaves[j] for j in cot_of], [ts[i] for i in grad_pos],
+                                     grad_outputs=list(cts), create_graph=True,
+                                     materialize_grads=True))
+        backward_of.__name__ = f"{getattr(fn, '__name__', 'fn')}_backward"
+        return backward_of
+
+
+class CompiledFunctionBackward(Node):
+    """The backward of one compiled call; runs the compiled backward program."""
+
+    __slots__ = ("_plan", "_tensors", "_arrays", "_saved", "_versions", "_outs", "_freed")
+
+    def __init__(self, plan, tensors, arrays, saved):
+        super().__init__(tuple(edge_of(t) for t in tensors))
+        self._plan = plan
+        self._tensors = tensors
+        self._arrays = arrays
+        self._saved = saved
+        self._versions = [(tensors[i], tensors[i]._vc.value) for i in plan.check_inputs]
+        self._outs = []
+        self._freed = False
+
+    def name(self):
+        return "CompiledFunctionBackward"
+
+    @property
+    def num_outputs(self):
+        return len(self._plan.traced.cotangent_of)
+
+    def watch_outputs(self, outs):
+        self._outs = [(t._vc, t._vc.value, t._data) for t in outs]
+
+    def _check_versions(self):
+        for t, v in self._versions:
+            if t._vc.value != v:
+                self._raise_version(t._data, t._vc.value, v, t.grad_fn)
+        for vc, v, data in self._outs:
+            if vc.value != v:
+                self._raise_version(data, vc.value, v, self)
+
+    @staticmethod
+    def _raise_version(data, now, expected, producer):
+        what = describe(data, str(data.dtype))
+        if producer is not None:
+            name = producer.name().replace("Backward0", "").replace("Backward", "")
+            what += f", which is output 0 of {name},"
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: {what} is at version {now}; expected version {expected} "
+            "instead. Hint: enable anomaly detection to find the operation that failed to "
+            "compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+    def apply(self, grads):
+        if self._freed:
+            raise RuntimeError(_FREED)
+        self._check_versions()
+        plan = self._plan
+        result = [None] * len(self._tensors)
+        if is_grad_enabled():  # create_graph: differentiate the backward itself
+            gs = plan.differentiable_backward(self._tensors, grads)
+            for i, g in zip(plan.grad_pos, gs):
+                result[i] = g
+            return result
+        cts = []
+        for k, j in enumerate(plan.traced.cotangent_of):
+            g = grads[k]
+            if g is None:
+                v = plan.traced.outputs[j]
+                cts.append(np.zeros(v.shape, v.dtype))
+            else:
+                cts.append(np.ascontiguousarray(g._data))
+        res = plan.bwd(self._arrays + list(self._saved) + cts)
+        for i, r in zip(plan.grad_pos, res):
+            result[i] = Tensor._make(np.asarray(r))
+        return result
+
+    def _release(self):
+        self._freed = True
+        self._saved = None
+        self._arrays = None

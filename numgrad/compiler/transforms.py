@@ -1,0 +1,60 @@
+"""compiler.transforms: ``ng.grad`` and ``ng.value_and_grad`` (JAX's functional spelling).
+
+Room: compiler. Written with the eager engine, so they work eagerly and,
+wrapped in ``ng.jit``, trace into one joint forward+backward plan.
+"""
+from __future__ import annotations
+
+import functools
+
+from numgrad.autograd import engine
+from numgrad.grad_mode import enable_grad
+from numgrad.tensor import Tensor
+
+
+def value_and_grad(fn, argnums=0, has_aux=False):
+    """``(value, grads)`` of a scalar function, in JAX's order.
+
+    >>> f = ng.value_and_grad(lambda x: (x * x).sum())
+    >>> v, g = f(ng.tensor([1., 2.])); g
+    tensor([2., 4.])
+    """
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        args = list(args)
+        for n in nums:
+            a = args[n]
+            if not isinstance(a, Tensor):
+                raise TypeError(f"value_and_grad: argument {n} must be a Tensor, got "
+                                f"{type(a).__name__}")
+            if not a.dtype.is_floating_point:
+                raise RuntimeError("only Tensors of floating point dtype can require gradients "
+                                   f"(argument {n} is {a.dtype})")
+            # Differentiate w.r.t. a fresh leaf: the caller's tensor need not require grad.
+            args[n] = a.detach().requires_grad_(True)
+        with enable_grad():
+            out = fn(*args, **kwargs)
+            value, aux = (out if has_aux else (out, None))
+            if not isinstance(value, Tensor) or value.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            grads = engine.grad(value, [args[n] for n in nums], materialize_grads=True)
+        value = value.detach()
+        g = grads[0] if single else tuple(grads)
+        return ((value, aux), g) if has_aux else (value, g)
+
+    return wrapped
+
+
+def grad(fn, argnums=0, has_aux=False):
+    """The gradient of a scalar function w.r.t. ``argnums`` (JAX's ``grad``)."""
+    vg = value_and_grad(fn, argnums, has_aux)
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        (value, aux), g = vg(*args, **kwargs) if has_aux else ((None, None), vg(*args, **kwargs)[1])
+        return (g, aux) if has_aux else g
+
+    return wrapped
