@@ -9,6 +9,7 @@ compiled and eager code mix in one graph.
 from __future__ import annotations
 
 import functools
+import os
 import time
 
 import numpy as np
@@ -52,11 +53,13 @@ class CompiledFunction:
     """What ``ng.jit(fn)`` returns: call it like ``fn``; inspect with ``trace``/``source``/``stats``."""
 
     def __init__(self, fn, device=None, parallel="auto", fastmath=False, cache=True,
-                 backend=None, remat=True, verbose=False):
+                 backend=None, remat=True, verbose=False, vector_math=None):
         self.fn = fn
         self.device = device
+        if vector_math is None:
+            vector_math = os.environ.get("NUMGRAD_VECTOR_MATH", "1") != "0"
         self.options = {"parallel": parallel, "fastmath": fastmath, "cache": cache,
-                        "verbose": verbose}
+                        "verbose": verbose, "vector_math": vector_math}
         self.backend = backend or ("cuda" if device == "cuda" else "cpu")
         self.remat = remat
         self.verbose = verbose
@@ -208,7 +211,8 @@ class Plan:
             from numgrad.compiler.runtime import CompiledFunction
             self._bwd_fn = CompiledFunction(self._make_bwd_fn(), backend=self.owner.backend,
                                             **{k: v for k, v in self.owner.options.items()
-                                               if k in ("parallel", "fastmath", "cache")})
+                                               if k in ("parallel", "fastmath", "cache",
+                                                        "vector_math")})
         cts = []
         for k, j in enumerate(self.traced.cotangent_of):
             g = grads[k]

@@ -43,6 +43,15 @@ class Tracer:
             return d
         a = np.asarray(d)
         v = self._const_of.get(id(d))
+        if v is None and a.size > 1 and 0 in a.strides:
+            # A broadcast constant (ones(()) expanded by a vjp): keep the small base and
+            # record the expand, so kernels read one value instead of a big array.
+            base = a[tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)]
+            from numgrad.ops.layout import expand_p
+            v = self.process(expand_p, [np.ascontiguousarray(base)], {"shape": a.shape})
+            self._const_of[id(d)] = v
+            self._keep.append(d)
+            return v
         if v is None:
             v = self.graph.new_var(a.shape, a.dtype)
             v._ng_interpreter = self

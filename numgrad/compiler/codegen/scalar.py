@@ -1,9 +1,8 @@
 """codegen.scalar: the scalar functions that lowering templates name, for Numba kernels.
 
 Room: compiler. Templates in the op registry say ``exp({0})``, ``relu({0})``...;
-a generated kernel imports its helpers from here. Transcendentals come from
-``vmath`` (vectorisable polynomials) so fused loops stay SIMD; the rest are
-one-liners that LLVM inlines. Every helper keeps the argument's float width.
+a generated kernel imports its helpers from here (or from ``scalar_vec``,
+which swaps in vectorisable transcendentals). Every helper is inlined.
 """
 from __future__ import annotations
 
@@ -12,32 +11,41 @@ import math
 import numpy as np
 from numba import njit
 
-try:  # the vectorisable implementations; plain libm if they fail to load
-    from numgrad.compiler.codegen.vmath import exp, log, tanh, sigmoid, sin, cos  # noqa: F401
-except Exception:  # pragma: no cover - only when vmath cannot build on this LLVM
-    @njit(inline="always")
-    def exp(x):
-        return math.exp(x)
+# Plain libm versions. ``scalar_vec`` overrides the transcendentals with ``vmath``'s
+# vectorisable polynomials: much faster loops, but each use costs ~1 s of compile
+# time, so it is an option (``ng.jit(vector_math=...)``, default on).
+@njit(inline="always")
+def exp(x):
+    return math.exp(x)
 
-    @njit(inline="always")
-    def log(x):
-        return math.log(x)
 
-    @njit(inline="always")
-    def tanh(x):
-        return math.tanh(x)
+@njit(inline="always")
+def log(x):
+    return math.log(x)
 
-    @njit(inline="always")
-    def sin(x):
-        return math.sin(x)
 
-    @njit(inline="always")
-    def cos(x):
-        return math.cos(x)
+@njit(inline="always")
+def tanh(x):
+    return math.tanh(x)
 
-    @njit(inline="always")
-    def sigmoid(x):
-        return 1.0 / (1.0 + math.exp(-x))
+
+@njit(inline="always")
+def sin(x):
+    return math.sin(x)
+
+
+@njit(inline="always")
+def cos(x):
+    return math.cos(x)
+
+
+@njit(inline="always")
+def sigmoid(x):
+    # Split by sign so exp never overflows, as the eager impl does.
+    if x >= 0:
+        return 1 / (1 + math.exp(-x)) + x * 0
+    e = math.exp(x)
+    return e / (1 + e) + x * 0
 
 
 @njit(inline="always")
