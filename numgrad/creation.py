@@ -80,7 +80,7 @@ def _tensors_to_lists(x):
 def _finish(arr, requires_grad, device):
     t = Tensor._make(arr)
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True)
     if device is not None and _device(device).type != "cpu":
         t = t.to(device)
     return t

@@ -49,7 +49,8 @@ def tensor_repr(t) -> str:
             if a.dtype.kind == "f":
                 fmt["float_kind"] = _float_formatter(a)
             elif a.dtype == np.bool_:
-                fmt["bool"] = lambda v: "True" if v else "False"
+                width = 5 if not a.all() else 4
+                fmt["bool"] = lambda v: ("True" if v else "False").rjust(width)
             body = np.array2string(a, separator=", ", prefix="tensor(", formatter=fmt,
                                    max_line_width=80, threshold=1000, edgeitems=3)
     name = t.dtype.name

@@ -106,7 +106,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_vc", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_hooks",
-                 "_retains_grad", "_base", "_accumulator", "__weakref__")
+                 "_retains_grad", "_base", "_accumulator", "_view_index", "__weakref__")
 
     # Make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__).
     __array_priority__ = 1000
@@ -115,7 +115,7 @@ class Tensor:
         from numgrad.creation import _to_array  # creation builds on Tensor
         self._init(_to_array(data, dtype), None, None, 0)
         if requires_grad:
-            self.requires_grad_(True)
+            self._set_requires_grad(True)
 
     def _init(self, data, grad_fn, vc, output_nr):
         self._data = data
@@ -128,6 +128,7 @@ class Tensor:
         self._retains_grad = False
         self._base = None
         self._accumulator = None
+        self._view_index = None
 
     @staticmethod
     def _make(data, grad_fn=None, vc=None, output_nr=0):
@@ -143,6 +144,7 @@ class Tensor:
         t._retains_grad = False
         t._base = None
         t._accumulator = None
+        t._view_index = None
         return t
 
     # ----------------------------------------------------------------- metadata
@@ -197,9 +199,14 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
-        self.requires_grad_(value)
+        self._set_requires_grad(value)
 
     def requires_grad_(self, requires_grad=True):
+        self._set_requires_grad(requires_grad)
+        self._vc.value += 1  # API.md: every in-place method bumps the version
+        return self
+
+    def _set_requires_grad(self, requires_grad):
         if self.grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(
@@ -298,6 +305,7 @@ class Tensor:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
         self._requires_grad = False
+        self._vc.value += 1  # API.md: every in-place method bumps the version
         return self
 
     @property

@@ -27,6 +27,12 @@ def _np_relu(x):
     return np.maximum(x, np.zeros((), x.dtype))
 
 
+def _np_div(x, y):
+    out = np.true_divide(x, y)
+    # PyTorch: integer / integer gives the default float dtype, not float64.
+    return out.astype(np.float32) if x.dtype.kind in "biu" and y.dtype.kind in "biu" else out
+
+
 def _np_sign(x):
     return np.sign(x)
 
@@ -98,7 +104,7 @@ clamp.defvjp(_clamp_vjp)
 add = defop("add", inputs=("x", "y"), impl=np.add, kind=E, lowering="({0} + {1})")
 sub = defop("sub", inputs=("x", "y"), impl=np.subtract, kind=E, lowering="({0} - {1})")
 mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} * {1})")
-div = defop("div", inputs=("x", "y"), impl=np.true_divide, kind=E, lowering="({0} / {1})")
+div = defop("div", inputs=("x", "y"), impl=_np_div, kind=E, lowering="({0} / {1})")
 pow_ = defop("pow", inputs=("x", "y"), impl=np.power, kind=E, node="PowBackward1",
              lowering="power({0}, {1})")
 maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E, lowering="maximum({0}, {1})")
@@ -164,10 +170,11 @@ def where(cond, x, y):
     if cond.dtype.name != "bool":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {cond.dtype.name}")
-    (x, y), _, rd = promote_operands(_where, (x, y))
+    (x, y), datas = promote_operands(_where, (x, y))
     broadcast_shapes(cond.shape, x.shape, y.shape)
-    if x.dtype is not rd:
+    rd = datas[0].dtype
+    if x._data.dtype != rd:
         x = x.to(rd)
-    if y.dtype is not rd:
+    if y._data.dtype != rd:
         y = y.to(rd)
     return apply(_where, cond, x, y)

@@ -69,8 +69,9 @@ def _abstract_getitem(x, index):
 
 
 def _np_getitem(x, index):
-    out = x[index]
-    return out
+    if not is_advanced(index) and not any(k is Ellipsis for k in index):
+        index = index + (Ellipsis,)  # x[1] of a 1-D array: a 0-d view, not a NumPy scalar
+    return x[index]
 
 
 def _np_index_add(g, shape, index):
@@ -114,7 +115,10 @@ def getitem(x, index):
     """``x[index]`` with NumPy semantics (PyTorch's for the cases both define)."""
     index = normalize_index(index)
     _check_bounds(x.shape, index)
-    return getitem_p(x, index=index)
+    out = getitem_p(x, index=index)
+    if out._base is x:
+        out._view_index = index  # lets an in-place op on the view rewrite x's history
+    return out
 
 
 def _check_bounds(shape, index):

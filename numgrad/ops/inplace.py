@@ -34,12 +34,9 @@ def apply_inplace(self, fn, *args, **kwargs):
     if recording and self.grad_fn is None and self._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    if recording and (self._requires_grad or others) and self._base is not None and (
+    if recording and self._base is not None and (
             self._base._requires_grad or self._requires_grad or others):
-        raise NotImplementedError(
-            "numgrad does not rebase the history of a view's base: an in-place op on a view of a "
-            "tensor that takes part in autograd is not supported. Apply it to the base tensor, or "
-            "work on a .clone() of the view.")
+        return _inplace_on_view(self, fn, args, kwargs)
     src = self
     if type(self._data) is not np.ndarray:
         return _functional_inplace(self, fn, args, kwargs)
@@ -72,6 +69,41 @@ def apply_inplace(self, fn, *args, **kwargs):
         if rebase is not None:
             rebase(self)
     return self
+
+
+def _snapshot(t):
+    """A copy of ``t``'s value at ``t``'s place in the graph (PyTorch's ``original_self``)."""
+    s = Tensor._make(t._data.copy(), t.grad_fn, None, t._output_nr)
+    s._requires_grad = t._requires_grad
+    s._accumulator = t._accumulator
+    return s
+
+
+def _inplace_on_view(view, fn, args, kwargs):
+    # The base's history is rewritten as "base with the view's region replaced"
+    # (PyTorch's CopySlices), and the view becomes a slice of that new base.
+    from numgrad.ops.indexing import getitem_p, index_put_p
+    base = view._base
+    if base.grad_fn is None and base._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    if view._view_index is None:
+        raise NotImplementedError(
+            "in-place ops on this kind of view (reshape/permute/expand, or a view of a view) of a "
+            "tensor that takes part in autograd are not supported; apply the op to the base "
+            "tensor, or to a .clone() of the view")
+    out = fn(_snapshot(view), *args, **kwargs)
+    if out.shape != view.shape:
+        raise RuntimeError(f"output with shape {list(view.shape)} doesn't match the broadcast "
+                           f"shape {list(out.shape)}")
+    new_base = index_put_p(_snapshot(base), out.to(view.dtype), index=view._view_index)
+    view._data[...] = out._data
+    view._vc.value += 1
+    base.grad_fn, base._output_nr, base._requires_grad = new_base.grad_fn, 0, True
+    alias = Tensor._make(base._data, base.grad_fn, base._vc)
+    new_view = getitem_p(alias, index=view._view_index)
+    view.grad_fn, view._output_nr, view._requires_grad = new_view.grad_fn, 0, True
+    return view
 
 
 def _functional_inplace(self, fn, args, kwargs):

@@ -196,6 +196,9 @@ def broadcast_to(x, shape):
 
 def _seq(tensors, name):
     from numgrad.tensor import Tensor
+    if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"{name}(): argument 'tensors' must be a sequence of Tensors, not "
+                        f"{type(tensors).__name__}")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")

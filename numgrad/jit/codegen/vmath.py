@@ -442,7 +442,8 @@ def _expm1_64(x):
     y = ((s - 1.0) + s * r1) + s * t
     big = _ldexp(1.0 + (r1 + t), kf)  # k >= 1000: the -1 no longer matters
     y = big if kf >= 1000.0 else y
-    return x if _isnan(x) else y
+    # x itself for nan and for +-0 (the sums above turn -0 into +0)
+    return x if _isnan(x) or x == 0.0 else y
 
 
 # float32: same scheme, float32 constants throughout (a float64 constant would
@@ -512,7 +513,7 @@ def _expm1_32(x):
     y = ((s - _F32_1) + s * r1) + s * t
     big = _ldexp(_F32_1 + (r1 + t), kf)
     y = big if kf >= _F32_100 else y
-    return x if _isnan(x) else y
+    return x if _isnan(x) or x == _F32_0 else y
 
 
 # ---------------------------------------------------------------------------
@@ -640,7 +641,7 @@ def _tanh64(x):
     large = 1.0 - _div(2.0, d)
     large = -large if x < 0.0 else large
     y = small if ax < _TANH_X0 else large
-    return x if _isnan(x) else y
+    return x if _isnan(x) or x == 0.0 else y  # keeps the sign of -0
 
 
 _TANH32_X0 = np.float32(0.55)
@@ -671,7 +672,7 @@ def _tanh32(x):
     large = _F32_1 - _div(_F32_2, d)
     large = -large if x < _F32_0 else large
     y = small if ax < _TANH32_X0 else large
-    return x if _isnan(x) else y
+    return x if _isnan(x) or x == _F32_0 else y
 
 
 # ---------------------------------------------------------------------------
@@ -832,7 +833,7 @@ def _sin64(x):
     y, fast = _sincos64(x, 0)
     if not fast:
         y = _slow_sin(x)  # also turns +-inf into nan
-    return x if _isnan(x) else y
+    return x if _isnan(x) or x == 0.0 else y  # keeps the sign of -0
 
 
 @register_jitable(inline="always")
@@ -888,7 +889,7 @@ def _sin32(x):
     y, fast, xd = _sincos32(x, 0)
     if not fast:
         y = _slow_sin(xd)
-    return x if _isnan(x) else np.float32(y)
+    return x if _isnan(x) or x == _F32_0 else np.float32(y)
 
 
 @register_jitable(inline="always")
