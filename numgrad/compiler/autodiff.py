@@ -32,6 +32,7 @@ class Traced:
     writebacks: list = field(default_factory=list)   # (primal position, Var)
     leaf_hooks: list = field(default_factory=list)   # (primal position, [hooks])
     aliases: dict = field(default_factory=dict)      # output position -> primal position
+    out_fn_names: list = field(default_factory=list)  # eager grad_fn name of each output
 
 
 def trace(fn, args, kwargs, grad_enabled, name=None):
@@ -55,7 +56,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
         with set_grad_enabled(grad_enabled):
             result = fn(*a, **k)
         out_tree, out_leaves = pytree.flatten(result)
-        outs, out_req, aliases = [], [], {}
+        outs, out_req, aliases, out_names = [], [], {}, []
         for j, leaf in enumerate(out_leaves):
             if not isinstance(leaf, Tensor):
                 raise TracingError(f"@ng.jit functions must return tensors (or tuples, lists and "
@@ -65,6 +66,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
                     aliases[j] = i
             outs.append(tracer.var_of(leaf._data))
             out_req.append(leaf.requires_grad)
+            out_names.append(leaf.grad_fn.name() if leaf.grad_fn is not None else None)
         graph = tracer.graph
         n_primals = len(graph.inputs)
         writebacks = [(i, t._data) for i, t in enumerate(inputs) if t._data is not originals[i]]
@@ -89,7 +91,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
     finally:
         tracer.active = False
     return Traced(graph, n_primals, n_fwd, outs, out_tree, out_req, grads, cot_of, writebacks,
-                  leaf_hooks, aliases)
+                  leaf_hooks, aliases, out_names)
 
 
 _CHEAP = {"detach", "expand", "reshape", "to_dtype"}

@@ -194,7 +194,7 @@ class Plan:
             else:
                 out_tensors.append(Tensor._make(arr))
         if node is not None:
-            node.watch_outputs([out_tensors[j] for j in self.check_outputs])
+            node.watch_outputs([(out_tensors[j], tr.out_fn_names[j]) for j in self.check_outputs])
         for (i, _), arr in zip(tr.writebacks, wb):
             t = tensors[i]
             t._data[...] = arr
@@ -265,21 +265,26 @@ class CompiledFunctionBackward(Node):
         return len(self._plan.traced.cotangent_of)
 
     def watch_outputs(self, outs):
-        self._outs = [(t._vc, t._vc.value, t._data) for t in outs]
+        # Eager mode saves these outputs; so the error names the op eager would name.
+        self._outs = [(t._vc, t._vc.value, t._data, name) for t, name in outs]
 
     def _check_versions(self):
         for t, v in self._versions:
             if t._vc.value != v:
                 self._raise_version(t._data, t._vc.value, v, t.grad_fn)
-        for vc, v, data in self._outs:
+        for vc, v, data, name in self._outs:
             if vc.value != v:
-                self._raise_version(data, vc.value, v, self)
+                self._raise_version(data, vc.value, v, name or self.name())
 
     @staticmethod
     def _raise_version(data, now, expected, producer):
         what = describe(data, str(data.dtype))
         if producer is not None:
-            name = producer.name().replace("Backward0", "").replace("Backward", "")
+            name = producer if isinstance(producer, str) else producer.name()
+            for suffix in ("Backward0", "Backward1", "Backward2", "Backward"):
+                if name.endswith(suffix):
+                    name = name[: -len(suffix)]
+                    break
             what += f", which is output 0 of {name},"
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an "
