@@ -305,6 +305,8 @@ def _accumulate_into(t, g, create_graph):
     if cur is None:
         if create_graph:
             t._grad = g
+        elif type(g._data) is np.ndarray:
+            t._grad = Tensor._make(g._data.copy())  # never alias a buffer someone else holds
         else:
             with no_grad():
                 t._grad = _ops.clone(g.detach())

@@ -21,6 +21,8 @@ from numgrad.compiler.passes import optimize
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 
+_ndarray = np.ndarray
+
 
 class Stats:
     """Counters: ``traces``, ``compiles``, ``cache_hits`` (plan reuse), ``disk_hits``, ``kernels``."""
@@ -65,6 +67,7 @@ class CompiledFunction:
         self.verbose = verbose
         self.stats = Stats()
         self._plans = {}
+        self._fast = {}
         functools.update_wrapper(self, fn)
 
     def __repr__(self):
@@ -90,10 +93,27 @@ class CompiledFunction:
         return plan, leaves
 
     def __call__(self, *args, **kwargs):
-        from numgrad.compiler.tracer import Tracer
-        for x in pytree.flatten((args, kwargs))[1]:
-            if isinstance(x, Tensor) and isinstance(getattr(x._data, "_ng_interpreter", None),
-                                                    Tracer):
+        # Fast path (the common call): positional tensors only, guard on a flat key.
+        if not kwargs:
+            key = [is_grad_enabled()]
+            for a in args:
+                if type(a) is not Tensor:
+                    break
+                d = a._data
+                if type(d) is not _ndarray:
+                    break
+                key.append((d.shape, d.dtype.num, a._requires_grad))
+            else:
+                plan = self._fast.get(tuple(key))
+                if plan is not None:
+                    self.stats.cache_hits += 1
+                    return plan.run(args)
+                plan, leaves = self._plan(args, kwargs)
+                self._fast[tuple(key)] = plan
+                return plan.run(leaves)
+        tree, leaves = pytree.flatten((args, kwargs))
+        for x in leaves:
+            if isinstance(x, Tensor) and getattr(x._data, "_ng_interpreter", None) is not None:
                 # Called inside another trace: inline, so the outer plan fuses across it.
                 return self.fn(*args, **kwargs)
         plan, leaves = self._plan(args, kwargs)
