@@ -23,7 +23,10 @@ import numpy as np
 
 from numgrad.compiler.codegen import cache as _cache
 
-PARALLEL_MIN = 1 << 17   # elements per loop before prange pays (see bench/parallel_threshold.py)
+# Elements per loop before prange pays. Measured with bench/parallel_threshold.py on this
+# shared 2-vCPU machine: 1.65x at 2^18 when quiet, but a loaded machine stalls the thread
+# pool for milliseconds, so threads start only where a loop runs for a millisecond or more.
+PARALLEL_MIN = 1 << 20
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
 _REDUCTIONS = {"sum", "mean", "amax", "amin"}
@@ -543,7 +546,10 @@ def compile(graph, options=None):
     base = options.get("name", "fn")
     srcs = []
     for st in kernels:
-        em = StageEmitter(st, graph, parallel in ("auto", True))
+        # NOTE: Numba's thread pool and BLAS's fight over 2 cores (an MLP step went from
+        # ~4 to 40 ms): a stage that calls np.dot leaves the threads to BLAS.
+        has_dot = any(not isinstance(e.prim, str) and e.prim.name == "matmul" for e in st.eqns)
+        em = StageEmitter(st, graph, parallel in ("auto", True) and not has_dot)
         st.name = None
         src = em.source("KERNEL_NAME")
         # Numba's cache ignores parallel=: give the parallel variant its own name.

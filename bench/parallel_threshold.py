@@ -1,0 +1,57 @@
+"""Where does prange start to pay? Serial vs parallel fused elementwise+sum kernels.
+
+Run: python bench/parallel_threshold.py
+Prints, per size, the median time of the same generated kernel compiled with
+parallel=False and parallel=True; numgrad's PARALLEL_MIN (codegen/cpu.py) is
+set from the crossover this prints on the target machine.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+import numgrad as ng
+from numgrad.compiler.codegen import cpu
+
+
+def kernel(x, y):
+    return (x * y + x * x - y).sum()
+
+
+def median_time(fn, *args, repeat=15):
+    fn(*args)
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(*args)
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def main():
+    saved = cpu.PARALLEL_MIN
+    print(f"{'elements':>10s} {'serial':>10s} {'parallel':>10s} {'speedup':>8s}")
+    try:
+        for n in (1 << 12, 1 << 14, 1 << 16, 1 << 17, 1 << 18, 1 << 20, 1 << 22):
+            x = ng.randn(n, dtype=ng.float64)
+            y = ng.randn(n, dtype=ng.float64)
+            cpu.PARALLEL_MIN = 1 << 62
+            ser = ng.jit(kernel, vector_math=False)
+            ser(x, y)  # compiles now, serial
+            cpu.PARALLEL_MIN = 1
+            par = ng.jit(kernel, vector_math=False)
+            par(x, y)  # compiles now, with prange
+            ts, tp = [], []
+            for _ in range(3):  # interleaved, so machine drift hits both alike
+                ts.append(median_time(ser, x, y))
+                tp.append(median_time(par, x, y))
+            ts, tp = statistics.median(ts), statistics.median(tp)
+            print(f"{n:>10d} {ts * 1e6:>8.1f}us {tp * 1e6:>8.1f}us {ts / tp:>7.2f}x")
+    finally:
+        cpu.PARALLEL_MIN = saved
+
+
+if __name__ == "__main__":
+    main()
