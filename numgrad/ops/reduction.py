@@ -90,10 +90,11 @@ def _count(shape, dim):
 
 def _unreduce(g, x_shape, dim, keepdim):
     """Broadcast a reduced gradient back over ``x_shape``."""
-    from numgrad.ops.layout import expand, reshape
-    if not keepdim:
+    from numgrad.ops.layout import expand_p, reshape
+    if not keepdim and dim is not None:
         g = reshape(g, reduced_shape(x_shape, dim, True))
-    return expand(g, x_shape)
+    # A full reduction's 0-d gradient broadcasts directly (one node, not two).
+    return g if g.shape == tuple(x_shape) else expand_p(g, shape=tuple(x_shape))
 
 
 sum_p.defvjp(lambda g, x_shape, dim, keepdim: _unreduce(g, x_shape, dim, keepdim))
