@@ -15,14 +15,16 @@ def _float_formatter(a):
     nz = absf[absf > 0]
     ints = np.all(finite == np.round(finite))
     big, small = (absf.max(), nz.min()) if nz.size else (0.0, 0.0)
-    if ints and big < 1e8:
-        fmt = lambda v: _special(v) or f"{v:.0f}."
-    elif nz.size and (big / small > 1000 or big > 1e8 or small < 1e-4):
-        fmt = lambda v: _special(v) or f"{v:.4e}"
+    if nz.size and (big / small > 1000 or big > 1e8 or small < 1e-4):
+        fmt = lambda v: f"{v:.4e}"
+    elif ints:
+        fmt = lambda v: f"{v:.0f}."
     else:
-        fmt = lambda v: _special(v) or f"{v:.4f}"
-    width = max(len(fmt(v)) for v in a.ravel())
-    return lambda v: fmt(v).rjust(width)
+        fmt = lambda v: f"{v:.4f}"
+    # PyTorch's width: the widest finite magnitude, plus one if any value is negative
+    # (-0.0 does not count); nan/inf are not padded.
+    width = max(len(fmt(abs(v))) for v in finite) + (1 if (finite < 0).any() else 0)
+    return lambda v: _special(v) or fmt(v).rjust(width)
 
 
 def _special(v):
@@ -44,6 +46,8 @@ def tensor_repr(t) -> str:
             body = "[]"
             if a.ndim != 1:
                 suffix.append(f"size={tuple(a.shape)}")
+            if a.dtype.name == "int64":
+                suffix.append("dtype=numgrad.int64")  # PyTorch names it when nothing shows it
         else:
             fmt = {}
             if a.dtype.kind == "f":
@@ -53,6 +57,7 @@ def tensor_repr(t) -> str:
                 fmt["bool"] = lambda v: ("True" if v else "False").rjust(width)
             body = np.array2string(a, separator=", ", prefix="tensor(", formatter=fmt,
                                    max_line_width=80, threshold=1000, edgeitems=3)
+            body = body.replace(", ..., ", ",  ..., ")
     name = t.dtype.name
     if name not in ("float32", "int64", "bool"):
         suffix.append(f"dtype=numgrad.{name}")

@@ -32,7 +32,8 @@ def test_eager_rooms_do_not_import_jit(modules):
     code = (
         "import sys, importlib\n"
         f"for m in {modules!r}: importlib.import_module(m)\n"
-        "bad = sorted(k for k in sys.modules if k == 'numgrad.jit' or k.startswith('numgrad.jit.'))\n"
+        "bad = sorted(k for k in sys.modules\n"
+        "             if k == 'numgrad.jit' or k.startswith('numgrad.jit.'))\n"
         "print('JIT_MODULES=' + ','.join(bad))\n"
     )
     proc = _fresh(code)

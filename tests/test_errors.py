@@ -36,17 +36,20 @@ BROADCAST_OPS = {
 @pytest.mark.parametrize("op", list(BROADCAST_OPS))
 def test_shapes_that_do_not_broadcast(op):
     f = BROADCAST_OPS[op]
-    msg = "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"
+    msg = ("The size of tensor a (3) must match the size of tensor b (4) at non-singleton "
+           "dimension 1")
     _raises_like_torch(lambda m: f(m, m.ones(2, 3), m.ones(2, 4)), RuntimeError, msg)
 
 
 def test_broadcast_error_names_dimension_0():
-    msg = "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"
+    msg = ("The size of tensor a (2) must match the size of tensor b (3) at non-singleton "
+           "dimension 0")
     _raises_like_torch(lambda m: m.ones(2) + m.ones(3), RuntimeError, msg)
 
 
 def test_broadcast_error_with_different_ranks():
-    msg = "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 2"
+    msg = ("The size of tensor a (3) must match the size of tensor b (2) at non-singleton "
+           "dimension 2")
     _raises_like_torch(lambda m: m.ones(4, 1, 3) * m.ones(2), RuntimeError, msg)
 
 
@@ -231,3 +234,32 @@ def test_failed_version_check_leaves_grads_untouched():
             "inplace operation")):
         b.sum().backward()
     assert a.grad is None
+
+
+def test_inplace_float_into_int_tensor_raises():
+    _raises_like_torch(lambda m: m.tensor([1, 2]).add_(0.5), RuntimeError,
+                       "result type Float can't be cast to the desired output type Long")
+
+
+def test_inplace_result_dtype_keeps_self_dtype():
+    a = ng.tensor([1.0, 2.0])
+    a.add_(ng.tensor([1.0, 1.0], dtype=ng.float64))  # float64 into float32: allowed, stays f32
+    assert a.dtype == ng.float32
+    b = ng.tensor([1.0, 2.0], dtype=ng.float64)
+    b.mul_(ng.tensor([2, 3]))
+    assert b.dtype == ng.float64
+    np.testing.assert_array_equal(to_numpy(b), [2.0, 6.0])
+
+
+def test_view_of_non_contiguous_raises():
+    """view() never copies: where no view exists torch refuses and points at reshape()."""
+    _raises_like_torch(lambda m: m.arange(6.0).reshape(2, 3).T.view(-1), RuntimeError,
+                       "view size is not compatible with input tensor's size and stride")
+    # reshape() is the copying alternative and works
+    got = ng.arange(6.0).reshape(2, 3).T.reshape(-1)
+    np.testing.assert_array_equal(to_numpy(got), [0.0, 3.0, 1.0, 4.0, 2.0, 5.0])
+
+
+def test_int_to_negative_int_power_raises():
+    _raises_like_torch(lambda m: m.tensor([2, 3]) ** -1, RuntimeError,
+                       "Integers to negative integer powers are not allowed.")

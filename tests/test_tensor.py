@@ -376,6 +376,16 @@ def _repr_cases():
         ("empty_2d", lambda m: m.zeros(0, 3)),
         ("grad_fn", lambda m: m.tensor([1.0, 2.0], requires_grad=True) * 2),
         ("float64_scalar", lambda m: m.tensor(2.5, dtype=m.float64)),
+        ("sci_small", lambda m: m.tensor([1e-5, 1.0])),
+        ("sci_big", lambda m: m.tensor([1e6, 2.0])),
+        ("nan_inf", lambda m: m.tensor([float("nan"), float("inf"), -float("inf"), 1.0])),
+        ("negative_zero", lambda m: m.tensor([-0.0, 1.5])),
+        ("3d", lambda m: m.arange(12.0).reshape(2, 3, 2)),
+        ("empty_int", lambda m: m.zeros(0, 2, dtype=m.int64)),
+        ("empty_float64", lambda m: m.zeros(0, dtype=m.float64)),
+        ("summarized_int", lambda m: m.arange(2000)),
+        ("summarized_float", lambda m: m.arange(2000.0) / 1000),
+        ("view_grad_fn", lambda m: m.ones(4, requires_grad=True).view(2, 2)),
     ]
 
 
@@ -684,3 +694,70 @@ def test_inplace_not_saved_is_fine():
         return x
 
     assert_close(run(ng).grad, run(torch).grad)
+
+
+def _iadd(t, o):
+    t += o
+    return t
+
+
+def _isub(t, o):
+    t -= o
+    return t
+
+
+def _imul(t, o):
+    t *= o
+    return t
+
+
+def _itruediv(t, o):
+    t /= o
+    return t
+
+
+AUGMENTED = [("iadd", _iadd), ("isub", _isub), ("imul", _imul), ("itruediv", _itruediv)]
+
+
+@pytest.mark.parametrize("name,fn", AUGMENTED, ids=[n for n, _ in AUGMENTED])
+@pytest.mark.parametrize("other", ["scalar", "tensor"])
+def test_augmented_assignment_is_inplace(name, fn, other):
+    """As in torch, ``t += o`` is ``t.add_(o)``: same object, shared storage, one version bump."""
+    def run(m):
+        t = m.tensor(START)
+        alias = t.view(4)
+        o = 2.0 if other == "scalar" else m.tensor([1.0, 2.0, 4.0, 0.5])
+        res = fn(t, o)
+        assert res is t
+        return t, alias
+
+    t, alias = run(ng)
+    tt, talias = run(torch)
+    assert t._version == 1
+    assert_close(t, tt)
+    assert_close(alias, talias)
+
+
+def test_augmented_assignment_on_non_leaf_gradients_match_torch():
+    def run(m):
+        x = m.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y += x
+        y *= x
+        y -= 1.0
+        y /= 4.0
+        y.sum().backward()
+        return x, y
+
+    x, y = run(ng)
+    tx, ty = run(torch)
+    assert y.grad_fn.name() == type(ty.grad_fn).__name__
+    assert_close(y.detach(), ty.detach())
+    assert_close(x.grad, tx.grad)
+
+
+def test_augmented_assignment_on_leaf_requiring_grad_raises():
+    x = ng.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "a leaf Variable that requires grad is being used in an in-place operation.")):
+        x += 1.0

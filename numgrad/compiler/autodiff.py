@@ -33,6 +33,7 @@ class Traced:
     leaf_hooks: list = field(default_factory=list)   # (primal position, [hooks])
     aliases: dict = field(default_factory=dict)      # output position -> primal position
     out_fn_names: list = field(default_factory=list)  # eager grad_fn name of each output
+    bumps: dict = field(default_factory=dict)        # primal position -> in-place op count
 
 
 def trace(fn, args, kwargs, grad_enabled, name=None):
@@ -70,6 +71,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
         graph = tracer.graph
         n_primals = len(graph.inputs)
         writebacks = [(i, t._data) for i, t in enumerate(inputs) if t._data is not originals[i]]
+        bumps = {i: t._vc.value for i, t in enumerate(inputs) if t._vc.value}
         leaf_hooks = []
         for i, t in enumerate(inputs):
             if t._hooks:
@@ -91,7 +93,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
     finally:
         tracer.active = False
     return Traced(graph, n_primals, n_fwd, outs, out_tree, out_req, grads, cot_of, writebacks,
-                  leaf_hooks, aliases, out_names)
+                  leaf_hooks, aliases, out_names, bumps)
 
 
 _CHEAP = {"detach", "expand", "reshape", "to_dtype"}

@@ -196,11 +196,19 @@ class Plan:
         res = self.fwd(arrays)
         n_out = self.n_out
         outs = res[:n_out]
+        wb = res[n_out + self.n_saved:]
+        # In-place ops on inputs write back now, as eager wrote them during the call; the
+        # backward keeps the values it was computed from, and versions are read after.
+        for (i, _), arr in zip(tr.writebacks, wb):
+            t = tensors[i]
+            if self.grad and arrays[i] is t._data:
+                arrays[i] = arrays[i].copy()
+            t._data[...] = arr
+            t._vc.value += tr.bumps[i] if tr.bumps else 1
         node = None
         if self.grad:
             saved = res[n_out:n_out + self.n_saved]
             node = CompiledFunctionBackward(self, tensors, arrays, saved)
-        wb = res[n_out + self.n_saved:]
         out_tensors = []
         cot_index = {j: k for k, j in enumerate(tr.cotangent_of)}
         for j, arr in enumerate(outs):
@@ -215,10 +223,6 @@ class Plan:
                 out_tensors.append(Tensor._make(arr))
         if node is not None:
             node.watch_outputs([(out_tensors[j], tr.out_fn_names[j]) for j in self.check_outputs])
-        for (i, _), arr in zip(tr.writebacks, wb):
-            t = tensors[i]
-            t._data[...] = arr
-            t._vc.value += 1
         for i, hooks in tr.leaf_hooks:
             for h in hooks:
                 tensors[i].register_hook(h)

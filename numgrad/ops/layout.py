@@ -109,7 +109,12 @@ def reshape(x, *shape, _op="reshape"):
 
 
 def view(x, *shape):
-    return reshape(x, *shape, _op="view")
+    out = reshape(x, *shape, _op="view")
+    if type(x._data) is np.ndarray and x.numel() > 1 and out._base is None:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.")
+    return out
 
 
 def flatten(x, start_dim=0, end_dim=-1):

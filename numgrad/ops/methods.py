@@ -37,6 +37,8 @@ def pow(x, exponent):
             not isinstance(exponent, bool):
         if isinstance(exponent, float) and not x.dtype.is_floating_point:
             x = x.to(_dt.default_float)
+        elif exponent < 0 and not x.dtype.is_floating_point:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
         return E.pow_scalar(x, exponent=exponent)
     return E.pow_(x, exponent)
 
@@ -170,6 +172,9 @@ _METHODS = {
     "relu_": lambda s: apply_inplace(s, E.relu),
     "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
 }
+# `t += o` is in place, as in PyTorch (same version bump, same leaf error).
+_METHODS.update({"__iadd__": _METHODS["add_"], "__isub__": _METHODS["sub_"],
+                 "__imul__": _METHODS["mul_"], "__itruediv__": _METHODS["div_"]})
 
 
 def install():

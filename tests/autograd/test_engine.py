@@ -494,3 +494,75 @@ def test_deep_chain_autograd_grad_and_teardown():
     (tg,) = torch.autograd.grad(ty.sum(), tx)
     assert_close(g, tg)
     del y  # dropping a deep graph must not overflow the stack either
+
+
+# ----------------------------------------------------------------------------- training loop
+def test_sgd_training_loop_matches_torch():
+    """The everyday pattern: forward, backward, in-place update under no_grad, zero the grad."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8, 3)).astype(np.float32)
+    Y = rng.standard_normal((8, 2)).astype(np.float32)
+    W0 = rng.standard_normal((2, 3)).astype(np.float32)
+    b0 = np.zeros(2, dtype=np.float32)
+
+    def run(m):
+        F = m.nn.functional
+        w = m.tensor(W0.copy(), requires_grad=True)
+        b = m.tensor(b0.copy(), requires_grad=True)
+        w_id = id(w)
+        losses = []
+        for _ in range(5):
+            loss = F.mse_loss(F.linear(m.tensor(X), w, b).tanh(), m.tensor(Y))
+            loss.backward()
+            losses.append(loss.item())
+            with m.no_grad():
+                w -= 0.5 * w.grad
+                b.sub_(0.5 * b.grad)
+            w.grad.zero_()
+            b.grad = None
+        assert id(w) == w_id and w.is_leaf and w.requires_grad
+        return w, b, losses
+
+    w, b, losses = run(ng)
+    tw, tb, tlosses = run(torch)
+    np.testing.assert_allclose(losses, tlosses, rtol=1e-5)
+    assert_close(w.detach(), tw.detach())
+    assert_close(b.detach(), tb.detach())
+    assert_close(w.grad, tw.grad)
+    assert b.grad is None
+
+
+def test_leaf_grad_does_not_alias_backward_gradient():
+    v = ng.tensor([1.0, 2.0], requires_grad=True)
+    g = ng.tensor([3.0, 4.0])
+    v.backward(g)
+    g.add_(100.0)
+    np.testing.assert_array_equal(to_numpy(v.grad), [3.0, 4.0])
+    v.grad.mul_(0.0)
+    np.testing.assert_array_equal(to_numpy(g), [103.0, 104.0])
+
+
+def test_autograd_grad_retain_graph_allows_reuse():
+    x, tx = pair([0.5, 1.5])
+    y, ty = (x.exp() * x).sum(), (tx.exp() * tx).sum()
+    (g1,) = ng.autograd.grad(y, x, retain_graph=True)
+    (g2,) = ng.autograd.grad(y, x)
+    (tg,) = torch.autograd.grad(ty, tx)
+    assert_close(g1, tg)
+    assert_close(g2, tg)
+
+
+def test_setitem_with_grad_value_flows_to_value():
+    def run(m):
+        x = m.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        w = m.tensor([10.0, 20.0], requires_grad=True)
+        y = x * 1
+        y[1:3] = w * w
+        (y * m.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+        return x, w, y
+
+    x, w, y = run(ng)
+    tx, tw, ty = run(torch)
+    assert_close(y.detach(), ty.detach())
+    assert_close(x.grad, tx.grad)
+    assert_close(w.grad, tw.grad)

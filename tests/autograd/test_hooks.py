@@ -214,3 +214,18 @@ def test_hook_with_create_graph_sees_differentiable_grad():
     assert_close(g.detach(), tg.detach())
     assert_close(gg, tgg)
     assert flags == tflags
+
+
+def test_leaf_hook_called_once_with_summed_gradient():
+    def run(m):
+        calls = []
+        x = m.tensor(DATA, requires_grad=True)
+        x.register_hook(lambda g: (calls.append(g.tolist()), g * 2)[1])
+        (x * x + x.exp() + x).sum().backward()
+        return x, calls
+
+    x, calls = run(ng)
+    tx, tcalls = run(torch)
+    assert len(calls) == len(tcalls) == 1
+    np.testing.assert_allclose(calls[0], tcalls[0], rtol=1e-6)
+    assert_close(x.grad, tx.grad)

@@ -69,7 +69,6 @@ class OpInfo:
     differentiable: bool = True
     gradgrad: bool = True
     torch_fn: Callable[..., Any] | None = None  # only where torch spells it differently
-    skip_zero_size_grad: bool = False
     extra: dict = field(default_factory=dict)
 
     @property
