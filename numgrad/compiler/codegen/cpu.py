@@ -565,7 +565,18 @@ def compile(graph, options=None):
               f"from numgrad.compiler.codegen.{helpers} import *  # noqa: F401,F403\n\n"
               f"FASTMATH = set({sorted(flags)!r})\n\n")
     source = header + "\n\n".join(srcs)
-    module, disk_hit = _cache.load_module(source, verbose=options.get("verbose", False))
+    try:
+        module, disk_hit = _cache.load_module(source, verbose=options.get("verbose", False))
+    except Exception as exc:  # a codegen gap must never reach the user as a Numba traceback
+        import warnings
+        from numgrad.compiler.codegen import reference
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        warnings.warn(f"numgrad could not compile a fused kernel for {base!r} ({first}); "
+                      "running this graph with the NumPy reference backend instead",
+                      RuntimeWarning, stacklevel=2)
+        prog = reference.compile(graph, options)
+        prog.source = f"# fused kernel failed to compile: {first}\n{source}"
+        return prog
     for st in kernels:
         st.fn = getattr(module, st.name)
     if not kernels:
