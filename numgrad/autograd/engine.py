@@ -190,6 +190,8 @@ def _needed(roots, targets):
 
 
 def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
+    if targets is None and len(roots) == 1 and _one_step(roots[0][0]):
+        return _execute_one_step(roots[0], grads[0], retain_graph, create_graph, accumulate)
     needed = _needed(roots, targets)
     # Count incoming edges among the nodes we will run.
     deps = {}
@@ -226,8 +228,21 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
         while ready:
             node = pop(ready)[2]
             buf = buffers.pop(node, None) or [None] * node.num_outputs
-            if node._pre_hooks is not None or node._retained is not None or \
-                    type(node) is AccumulateGrad:
+            if type(node) is AccumulateGrad:
+                g = buf[0]
+                if g is None:
+                    continue
+                if node.variable._hooks or node._retained is not None:
+                    g = _run_hooks(node, 0, g)
+                if targets is not None:
+                    if (node, 0) in targets:
+                        captured[(node, 0)] = g
+                        if accumulate:
+                            _accumulate_into(node.variable, g, create_graph)
+                elif accumulate:
+                    _accumulate_into(node.variable, g, create_graph)
+                continue
+            if node._pre_hooks is not None or node._retained is not None:
                 for nr, g in enumerate(buf):
                     if g is not None:
                         buf[nr] = _run_hooks(node, nr, g)
@@ -235,10 +250,6 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                 for nr, g in enumerate(buf):
                     if (node, nr) in targets:
                         captured[(node, nr)] = g
-            if type(node) is AccumulateGrad:
-                if accumulate and buf[0] is not None and (targets is None or (node, 0) in targets):
-                    _accumulate_into(node.variable, buf[0], create_graph)
-                continue
             if targets is not None and not any(
                     c in needed for c, _ in node.next_functions if c is not None):
                 continue  # only captured here; nothing below leads to a target
@@ -269,6 +280,46 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
     return captured
 
 
+def _one_step(node):
+    """A root whose inputs are all distinct leaves (a compiled call's usual shape)."""
+    if type(node) is AccumulateGrad:
+        return False
+    seen = set()
+    for child, _ in node.next_functions:
+        if child is None:
+            continue
+        if type(child) is not AccumulateGrad or child in seen:
+            return False
+        seen.add(child)
+    return True
+
+
+def _execute_one_step(root, g, retain_graph, create_graph, accumulate):
+    # Same semantics as the general loop, without the scheduling: the root runs, then
+    # each leaf's hooks and accumulation (leaves are sinks, so their order is free).
+    node, nr = root
+    buf = [None] * node.num_outputs
+    buf[nr] = g
+    prev = is_grad_enabled()
+    _set_enabled(create_graph)
+    try:
+        if node._pre_hooks is not None or node._retained is not None:
+            buf[nr] = _run_hooks(node, nr, g)
+        outs = node.apply(buf)
+        if not retain_graph:
+            node._release()
+        for (child, _), cg in zip(node.next_functions, outs):
+            if child is None or cg is None:
+                continue
+            if child.variable._hooks or child._retained is not None:
+                cg = _run_hooks(child, 0, cg)
+            if accumulate:
+                _accumulate_into(child.variable, cg, create_graph)
+    finally:
+        _set_enabled(prev)
+    return {}
+
+
 def _priority(node):
     # AccumulateGrad first (PyTorch gives it the highest sequence number), then newest first.
     return -(1 << 62) if isinstance(node, AccumulateGrad) else -node._seq
@@ -297,9 +348,10 @@ def _run_hooks(node, nr, g):
 
 def _accumulate_into(t, g, create_graph):
     """``t.grad += g``, in place when no graph is being built (as PyTorch does)."""
-    if g._data.dtype != t._data.dtype:
+    gd, td = g._data, t._data
+    if gd.dtype != td.dtype:
         g = g.to(t.dtype)
-    if g.shape != t.shape:
+    if gd.shape != td.shape:
         g = _ops.sum_to(g, t.shape)
     cur = t._grad
     if cur is None:

@@ -166,6 +166,7 @@ class Plan:
             self.check_outputs = [j for j, v in enumerate(tr.outputs)
                                   if v in wanted and v not in prim_set]
             self.grad_pos = [i for i, v in enumerate(tr.grads) if v is not None]
+            self.cot_vars = [tr.outputs[j] for j in tr.cotangent_of]
             programs = [self.fwd, self.bwd]
         else:
             fwd = autodiff.forward_only(tr)
@@ -276,7 +277,7 @@ class CompiledFunctionBackward(Node):
         self._plan = plan
         self._tensors = tensors
         self._arrays = arrays
-        self._saved = saved
+        self._saved = list(saved)
         self._versions = [(tensors[i], tensors[i]._vc.value) for i in plan.check_inputs]
         self._outs = []
         self._freed = False
@@ -328,14 +329,9 @@ class CompiledFunctionBackward(Node):
                 result[i] = g
             return result
         cts = []
-        for k, j in enumerate(plan.traced.cotangent_of):
-            g = grads[k]
-            if g is None:
-                v = plan.traced.outputs[j]
-                cts.append(np.zeros(v.shape, v.dtype))
-            else:
-                cts.append(np.ascontiguousarray(g._data))
-        res = plan.bwd(self._arrays + list(self._saved) + cts)
+        for g, v in zip(grads, plan.cot_vars):
+            cts.append(np.zeros(v.shape, v.dtype) if g is None else g._data)
+        res = plan.bwd(self._arrays + self._saved + cts)
         for i, r in zip(plan.grad_pos, res):
             result[i] = Tensor._make(np.asarray(r))
         return result

@@ -1,0 +1,705 @@
+"""Vectorisable scalar math for generated ``numba.njit`` loops, emitted as LLVM IR.
+
+Same functions, algorithms, coefficients and edge cases as ``vmath`` (Cody-Waite
+range reduction, near-minimax polynomials, exponent bit-casts; ~1 ulp for
+float64 and float32; see that module for the derivations), but each function
+is written straight into LLVM IR with llvmlite's ``IRBuilder`` instead of as
+``register_jitable(inline="always")`` Python.
+
+Why
+---
+``vmath``'s bodies are inlined at the Numba IR level, which re-types the whole
+body at every call site: ~0.5 s of compile time per call (minutes for a kernel
+with a few hundred transcendental calls) plus NumbaIRAssumptionWarning noise.
+Here a call site costs one typing-template lookup and one ``call`` instruction:
+
+* the first call in an LLVM module defines an internal function
+  ``numgrad_vir_<name>_f64`` / ``_f32`` (``alwaysinline nounwind readnone``),
+  later calls find it with ``module.globals.get``;
+* LLVM inlines it into the caller before the loop vectoriser runs, so a fused
+  loop sees plain arithmetic and vectorises (~1 ns/element).
+
+Floating-point flags
+--------------------
+Every floating-point instruction in the bodies carries exactly the ``contract``
+flag (FMA contraction; the algorithms are written to be correct with or without
+it).  Numba's fastmath pass only adds the caller's flags to instructions that
+have none, so a caller's ``fastmath`` (even ``True``) does not reach the
+error-free sums and the NaN/inf selects.  (It does tag the float-returning
+calls inside -- ``llvm.fma``/``llvm.rint`` and the libm slow path -- whose
+inputs are finite by construction, and inf is handled by an explicit select.)
+
+Huge arguments of sin/cos
+-------------------------
+|x| > 2**40 is beyond the Cody-Waite reduction; those lanes go to libm through
+a ``noinline readnone`` helper that carries a ``vector-function-abi-variant``
+attribute (the scheme of ``vmath``): the loop vectoriser calls its vector
+variant once per vector, and that returns at once unless some lane is huge.
+
+Usage
+-----
+``exp, expm1, log, tanh, sigmoid, sin, cos`` are plain Python functions with
+Numba typing/lowering registered (like ``math.exp``).  In ``njit`` code the
+type decides at typing time: float32 in -> float32 out (float32 arithmetic for
+exp/expm1/log/tanh/sigmoid; sin/cos reduce in float64 and round once), float64,
+integers and booleans -> float64.  Called from Python they run a small
+compiled wrapper (compiled on first use), so results are bit-identical.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from llvmlite.ir.values import FunctionAttributes
+from numba import types
+from numba.core import cgutils
+from numba.extending import lower_builtin, type_callable
+
+__all__ = ["exp", "expm1", "log", "tanh", "sigmoid", "sin", "cos", "TEMPLATES"]
+
+# op name -> name of the function in this module (for code generators).
+TEMPLATES = {
+    "exp": "exp",
+    "expm1": "expm1",
+    "log": "log",
+    "tanh": "tanh",
+    "sigmoid": "sigmoid",
+    "sin": "sin",
+    "cos": "cos",
+}
+
+_FLAGS = ("contract",)  # on every fp instruction (see module docstring)
+_F64 = ir.DoubleType()
+_F32 = ir.FloatType()
+_I1 = ir.IntType(1)
+
+# ---------------------------------------------------------------------------
+# A tiny expression layer over IRBuilder, so the bodies below read like the
+# Python originals in vmath.py.  _E emits for one float type; _V wraps a float
+# value, _B an i1.  Python numbers become constants of the emitter's type
+# (for float32 they must be exactly representable: a float64 constant would
+# otherwise be rounded silently).
+# ---------------------------------------------------------------------------
+
+
+class _E:
+    def __init__(self, builder, fty):
+        self.b = builder
+        self.ft = fty
+        self.bits = 64 if isinstance(fty, ir.DoubleType) else 32
+        self.it = ir.IntType(self.bits)
+        self.mb, self.bias = (52, 1023) if self.bits == 64 else (23, 127)
+
+    # -- values --------------------------------------------------------------
+    def const(self, c):
+        c = float(c)
+        if self.bits == 32:
+            c32 = float(np.float32(c))
+            assert c32 == c or c != c, "float32 constant not exact: %r" % c
+        return ir.Constant(self.ft, c)
+
+    def v(self, a):
+        return a.v if isinstance(a, _V) else self.const(a)
+
+    def wrap(self, llv):
+        return _V(self, llv)
+
+    def icon(self, n):
+        return ir.Constant(self.it, n)
+
+    # -- intrinsics ------------------------------------------------------------
+    def _intr(self, name, args):
+        fn = self.b.module.declare_intrinsic(
+            name, [self.ft], ir.FunctionType(self.ft, [self.ft] * len(args)))
+        return _V(self, self.b.call(fn, [self.v(a) for a in args]))
+
+    def fma(self, a, b, c):
+        """One rounding for a*b + c (exactness matters where it is used)."""
+        return self._intr("llvm.fma", (a, b, c))
+
+    def rint(self, a):
+        """Round half to even (vroundpd); no magic-number trick."""
+        return self._intr("llvm.rint", (a,))
+
+    def fabs(self, a):
+        return self._intr("llvm.fabs", (a,))
+
+    def where(self, cond, a, b):
+        return _V(self, self.b.select(cond.v, self.v(a), self.v(b)))
+
+    def horner(self, x, coeffs):
+        """coeffs from the highest degree down: ((c0*x + c1)*x + c2)..."""
+        p = self.wrap(self.v(coeffs[0]))
+        for c in coeffs[1:]:
+            p = p * x + c
+        return p
+
+    # -- bit-level helpers (integer work in the float's own width) -----------
+    def _bits(self, x):
+        return self.b.bitcast(self.v(x), self.it)
+
+    def _exp_field(self, k):  # integer k -> 2**k as float (k + bias normal)
+        b = self.b
+        return b.bitcast(b.shl(b.add(k, self.icon(self.bias)), self.icon(self.mb)), self.ft)
+
+    def isnan(self, x):
+        """NaN test on the bits, immune to any fast-math assumptions."""
+        ax = self.b.and_(self._bits(x), self.icon((1 << (self.bits - 1)) - 1))
+        return _B(self, self.b.icmp_signed(">", ax, self.icon((2 * self.bias + 1) << self.mb)))
+
+    def isinf(self, x):
+        ax = self.b.and_(self._bits(x), self.icon((1 << (self.bits - 1)) - 1))
+        return _B(self, self.b.icmp_signed("==", ax, self.icon((2 * self.bias + 1) << self.mb)))
+
+    def signbit(self, x):
+        return _B(self, self.b.icmp_signed("<", self._bits(x), self.icon(0)))
+
+    def pow2(self, kf):
+        """2**k for integer-valued float k in the normal exponent range."""
+        return _V(self, self._exp_field(self.b.fptosi(self.v(kf), self.it)))
+
+    def ldexp(self, y, kf):
+        """y * 2**k, |k| <= 2*max_exponent, y ~ 1: two normal factors, so
+        overflow gives inf and underflow is gradual and rounded once."""
+        b = self.b
+        k = b.fptosi(self.v(kf), self.it)
+        k1 = b.ashr(k, self.icon(1))
+        k2 = b.sub(k, k1)
+        s1 = self._exp_field(k1)
+        s2 = self._exp_field(k2)
+        return _V(self, b.fmul(b.fmul(self.v(y), s1, flags=_FLAGS), s2, flags=_FLAGS))
+
+    def log_split(self, x):
+        """x positive normal -> (m, k) with x = m * 2**k, m in [sqrt(2)/2, sqrt(2))."""
+        b = self.b
+        if self.bits == 64:
+            off = int(np.float64(np.sqrt(0.5)).view(np.int64))
+        else:
+            off = int(np.float32(np.sqrt(0.5)).view(np.int32))
+        ix = self._bits(x)
+        tmp = b.sub(ix, self.icon(off))
+        k = b.ashr(tmp, self.icon(self.mb))
+        m = b.bitcast(b.sub(ix, b.and_(tmp, self.icon(-(1 << self.mb)))), self.ft)
+        return _V(self, m), _V(self, b.sitofp(k, self.ft))
+
+    def quadrant(self, kf, qoff):
+        """(odd, neg) bits of int(kf) + qoff: (q & 1) != 0, (q & 2) != 0."""
+        b = self.b
+        q = b.add(b.fptosi(self.v(kf), self.it), self.icon(qoff))
+        odd = b.icmp_signed("!=", b.and_(q, self.icon(1)), self.icon(0))
+        neg = b.icmp_signed("!=", b.and_(q, self.icon(2)), self.icon(0))
+        return _B(self, odd), _B(self, neg)
+
+    def ext(self, x, e2):
+        """Convert x (of this emitter's type) to e2's type."""
+        if e2.bits == self.bits:
+            return x
+        conv = self.b.fpext if e2.bits > self.bits else self.b.fptrunc
+        return _V(e2, conv(self.v(x), e2.ft))
+
+
+class _V:
+    """A float value; arithmetic emits IR with the _FLAGS flags."""
+
+    __slots__ = ("e", "v")
+    __hash__ = None
+
+    def __init__(self, e, v):
+        self.e = e
+        self.v = v
+
+    def _o(self, o):
+        return self.e.v(o)
+
+    def _bin(self, op, a, b):
+        return _V(self.e, getattr(self.e.b, op)(a, b, flags=_FLAGS))
+
+    def __add__(self, o):
+        return self._bin("fadd", self.v, self._o(o))
+
+    def __radd__(self, o):
+        return self._bin("fadd", self._o(o), self.v)
+
+    def __sub__(self, o):
+        return self._bin("fsub", self.v, self._o(o))
+
+    def __rsub__(self, o):
+        return self._bin("fsub", self._o(o), self.v)
+
+    def __mul__(self, o):
+        return self._bin("fmul", self.v, self._o(o))
+
+    def __rmul__(self, o):
+        return self._bin("fmul", self._o(o), self.v)
+
+    def __truediv__(self, o):  # plain IEEE fdiv: x/0 is +-inf or nan
+        return self._bin("fdiv", self.v, self._o(o))
+
+    def __rtruediv__(self, o):
+        return self._bin("fdiv", self._o(o), self.v)
+
+    def __neg__(self):
+        return _V(self.e, self.e.b.fneg(self.v, flags=_FLAGS))
+
+    # Ordered comparisons: false on NaN, like Python's.
+    def _cmp(self, op, o):
+        return _B(self.e, self.e.b.fcmp_ordered(op, self.v, self._o(o), flags=_FLAGS))
+
+    def __lt__(self, o):
+        return self._cmp("<", o)
+
+    def __le__(self, o):
+        return self._cmp("<=", o)
+
+    def __gt__(self, o):
+        return self._cmp(">", o)
+
+    def __ge__(self, o):
+        return self._cmp(">=", o)
+
+    def __eq__(self, o):
+        return self._cmp("==", o)
+
+
+class _B:
+    """An i1 value."""
+
+    __slots__ = ("e", "v")
+
+    def __init__(self, e, v):
+        self.e = e
+        self.v = v
+
+    def __or__(self, o):
+        return _B(self.e, self.e.b.or_(self.v, o.v))
+
+    def __and__(self, o):
+        return _B(self.e, self.e.b.and_(self.v, o.v))
+
+    def __invert__(self):
+        return _B(self.e, self.e.b.not_(self.v))
+
+
+# ---------------------------------------------------------------------------
+# Slow path for huge sin/cos arguments (the scheme of vmath._slow_fn): a
+# noinline memory(none)/nounwind helper with "vector-function-abi-variant"
+# entries for 2..16 lanes.  Scalar and vector variants both return libm(x) for
+# |x| > threshold and 0.0 otherwise, so they agree exactly; the vector variant
+# returns at once when no lane is huge.
+# ---------------------------------------------------------------------------
+
+_SLOW_LANES = (2, 4, 8, 16)
+# Above this |x| the Cody-Waite reduction is no longer trusted (exact enough to
+# ~2**44; 2**40 leaves margin); libm's Payne-Hanek takes over.
+_SINCOS_HUGE = 2.0 ** 40
+
+
+class _AttrsWithStrings(FunctionAttributes):
+    """llvmlite only knows enum attributes; this adds "key"="value" ones."""
+
+    extra = ()
+
+    def _to_list(self, ret_type):
+        return super()._to_list(ret_type) + list(self.extra)
+
+
+def _slow_fn(module, libname):
+    lt = _F64
+    name = "numgrad_vir_slow_%s_f64" % libname
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fnty = ir.FunctionType(lt, [lt])
+    libfn = cgutils.get_or_insert_function(module, fnty, libname)
+    fn = ir.Function(module, fnty, name)
+    # weak_odr, not linkonce_odr/internal: Numba optimises each module before
+    # linking and would drop the (so far unreferenced) vector variants, which
+    # the vectoriser requires to exist.
+    fn.linkage = "weak_odr"
+    attrs = _AttrsWithStrings(["noinline", "nounwind", "readnone"])
+    attrs.extra = ['"vector-function-abi-variant"="%s"' % ",".join(
+        "_ZGV_LLVM_N%dv_%s(%s_v%d)" % (n, name, name, n) for n in _SLOW_LANES)]
+    fn.attributes = attrs
+    thr = ir.Constant(lt, _SINCOS_HUGE)
+    nthr = ir.Constant(lt, -_SINCOS_HUGE)
+    zero = ir.Constant(lt, 0.0)
+
+    entry, slow, done = (fn.append_basic_block(n) for n in ("entry", "slow", "fast"))
+    b = ir.IRBuilder(entry)
+    x = fn.args[0]
+    huge = b.or_(b.fcmp_ordered(">", x, thr, flags=_FLAGS),
+                 b.fcmp_ordered("<", x, nthr, flags=_FLAGS))
+    b.cbranch(huge, slow, done)
+    b = ir.IRBuilder(slow)
+    b.ret(b.call(libfn, [x]))
+    b = ir.IRBuilder(done)
+    b.ret(zero)
+
+    i32 = ir.IntType(32)
+    for n in _SLOW_LANES:
+        vt = ir.VectorType(lt, n)
+        vf = ir.Function(module, ir.FunctionType(vt, [vt]), "%s_v%d" % (name, n))
+        vf.linkage = "weak_odr"
+        vf.attributes.add("noinline")
+        vf.attributes.add("nounwind")
+        entry, slow, done = (vf.append_basic_block(s) for s in ("entry", "slow", "fast"))
+        b = ir.IRBuilder(entry)
+        v = vf.args[0]
+        mask = b.or_(b.fcmp_ordered(">", v, ir.Constant(vt, [thr] * n), flags=_FLAGS),
+                     b.fcmp_ordered("<", v, ir.Constant(vt, [nthr] * n), flags=_FLAGS))
+        anyh = b.icmp_unsigned("!=", b.bitcast(mask, ir.IntType(n)),
+                               ir.Constant(ir.IntType(n), 0))
+        b.cbranch(anyh, slow, done)
+        b = ir.IRBuilder(done)
+        b.ret(ir.Constant(vt, [zero] * n))
+        b = ir.IRBuilder(slow)
+        out = ir.Constant(vt, [zero] * n)
+        for i in range(n):
+            lane = b.extract_element(v, ir.Constant(i32, i))
+            res = b.select(b.extract_element(mask, ir.Constant(i32, i)),
+                           b.call(libfn, [lane]), zero)
+            out = b.insert_element(out, res, ir.Constant(i32, i))
+        b.ret(out)
+    return fn
+
+
+def _slow_call(e, libname, x):
+    """libm(x) for |x| > 2**40, else 0.0 (x and result float64)."""
+    return _V(e, e.b.call(_slow_fn(e.b.module, libname), [e.v(x)]))
+
+
+# ---------------------------------------------------------------------------
+# Coefficients (copied from vmath.py; fitted with mpmath, see there).
+# ---------------------------------------------------------------------------
+
+# exp: e**x = 2**k * e**r, k = rint(x/ln2), r = x - k*ln2, e**r = 1 + q,
+# q = r + r*r*P(r) kept apart from the 1 (expm1/tanh/sigmoid need it).
+_LOG2E = 1.4426950408889634
+_LN2HI = 0.6931471803691238  # 32 significant bits: k*_LN2HI exact
+_LN2LO = 1.9082149292705877e-10
+# P(r) = (e**r - 1 - r)/r**2 on [-0.3466, 0.3466], degree 10, highest first.
+_EP64 = (2.0914686968086876e-09, 2.5105217004720745e-08, 2.75572736431103e-07,
+         2.7557255400206422e-06, 2.4801587325547743e-05, 0.00019841269874820627,
+         0.0013888888888883748, 0.008333333333326136, 0.04166666666666667,
+         0.1666666666666667, 0.5)
+
+_f32 = np.float32
+_LOG2E_32 = _f32(1.4426950408889634)
+_LN2HI_32 = _f32(0.6931471824645996)  # float32(ln2); x - k*hi exact via fma
+_LN2LO_32 = _f32(-1.9046542121259336e-09)
+# P(r) degree 5, float32 coefficients, highest first.
+_EP32 = tuple(_f32(c) for c in (0.00019890991097781807, 0.0013933649752289057,
+                                0.00833331048488617, 0.04166646674275398,
+                                0.1666666716337204, 0.5))
+
+# log: x = 2**k * m, f = m - 1, s = f/(2+f), log(1+f) = f - s*(f - R),
+# R = s**2 T(s**2), fdlibm's summation order.
+_TWO54 = 18014398509481984.0
+_TINY64 = 2.2250738585072014e-308
+_LT64 = (0.14616585424888623, 0.15331710618210773, 0.18182889455674947,
+         0.22222211130259878, 0.2857142862600327, 0.39999999999899444, 0.666666666666667)
+_TWO25_32 = _f32(33554432.0)
+_TINY32 = _f32(1.1754943508222875e-38)
+_LN2HI_32_LOG = _f32(0.693145751953125)  # 16 bits: k*hi exact
+_LN2LO_32_LOG = _f32(1.4286067653e-06)
+_LT32 = tuple(_f32(c) for c in (0.23330582678318024, 0.2855081558227539,
+                                0.4000012278556824, 0.6666666865348816))
+
+# tanh: |x| < x0: x + x**3 T(x**2); else 1 - 2/(e**2|x| + 1).
+_TANH_X0 = 0.625
+_TT64 = (6.484612156316395e-06, -3.119996874178646e-05, 9.257015852602979e-05,
+         -0.00023759014908800234, 0.0005896605030472117, -0.0014557753814086393,
+         0.0035921217472709827, -0.008863235102935029, 0.021869488518994312,
+         -0.053968253967896666, 0.13333333333333042, -0.3333333333333333)
+_TANH32_X0 = _f32(0.55)
+_TT32 = tuple(_f32(c) for c in (-0.0066100419498980045, 0.02130929008126259,
+                                -0.053909413516521454, 0.13333113491535187,
+                                -0.3333333134651184))
+
+# sin/cos: k = rint(x*2/pi), r = x - k*pi/2 as a double-double, pi/2 = P1+P2+P3.
+_TWO_OVER_PI = 0.6366197723675814
+_PIO2_1 = 1.5707963267948966
+_PIO2_2 = 6.123233995736766e-17
+_PIO2_3 = -1.4973849048591698e-33
+_S64 = (-7.586636882825159e-13, 1.6058530596645953e-10, -2.50521062259944e-08,
+        2.755731921932058e-06, -0.0001984126984126504, 0.008333333333333331,
+        -0.16666666666666666)
+_C64 = (-1.138254464534925e-11, 2.087614504941318e-09, -2.755731726587808e-07,
+        2.48015872987544e-05, -0.0013888888888887389, 0.041666666666666664)
+# float32 sin/cos: float64 arithmetic, shorter polynomials, one final rounding.
+_S32 = (2.724962008007533e-06, -0.00019840084376422702, 0.008333331870341349,
+        -0.16666666663844049)
+_C32 = (-2.730070403808665e-07, 2.480059840835012e-05, -0.0013888887668370663,
+        0.041666666664311826)
+
+# ---------------------------------------------------------------------------
+# Bodies.  Each takes an emitter e and the argument x (of e's type) and returns
+# the result.  Edge cases are selects, never branches, so loops if-convert.
+# ---------------------------------------------------------------------------
+
+
+def _exp_krt(e, x):
+    """x finite, clamped: (k as float, r1, t) with e**x = 2**k (1 + r1 + t),
+    r1 exact, |t| < |r1|/2."""
+    if e.bits == 64:
+        kf = e.rint(x * _LOG2E)
+        r1 = e.fma(-kf, _LN2HI, x)  # exact
+        c = -kf * _LN2LO
+        r = r1 + c  # rounded; only used where its error is damped
+        p = e.horner(r, _EP64)
+        return kf, r1, e.fma(r * r, p, c)
+    kf = e.rint(x * _LOG2E_32)
+    r = e.fma(-kf, _LN2HI_32, x)  # exact
+    c = -kf * _LN2LO_32
+    p = e.horner(r, _EP32)
+    return kf, r, e.fma(r * r, p, e.fma(c, r, c))
+
+
+def _exp_kq(e, x):
+    kf, r1, t = _exp_krt(e, x)
+    return kf, r1 + t
+
+
+def _exp_body(e, x):
+    hi, lo = (710.0, -746.0) if e.bits == 64 else (89.0, -104.0)
+    xc = e.where(x < hi, x, hi)  # nan -> hi, replaced at the end
+    xc = e.where(xc > lo, xc, lo)
+    kf, q = _exp_kq(e, xc)
+    y = e.ldexp(1.0 + q, kf)  # overflow -> inf, gradual underflow -> 0
+    return e.where(e.isnan(x), x, y)
+
+
+def _expm1_body(e, x):
+    hi, lo, kbig = (710.0, -40.0, 1000.0) if e.bits == 64 else (89.0, -18.0, 100.0)
+    xc = e.where(x < hi, x, hi)
+    xc = e.where(xc > lo, xc, lo)  # expm1(lo) rounds to -1
+    kf, r1, t = _exp_krt(e, xc)
+    kc = e.where(kf < kbig, kf, kbig)
+    kc = e.where(kc > -kbig, kc, -kbig)
+    s = e.pow2(kc)
+    # 2**k (1 + r1 + t) - 1 = ((2**k - 1) + 2**k r1) + 2**k t
+    y = ((s - 1.0) + s * r1) + s * t
+    big = e.ldexp(1.0 + (r1 + t), kf)
+    y = e.where(kf >= kbig, big, y)
+    return e.where(e.isnan(x) | (x == 0.0), x, y)  # keeps the sign of -0
+
+
+def _log_body(e, x):
+    if e.bits == 64:
+        tiny, scale, dscale, coef = _TINY64, _TWO54, 54.0, _LT64
+        hi, lo = _LN2HI, _LN2LO
+    else:
+        tiny, scale, dscale, coef = _TINY32, _TWO25_32, 25.0, _LT32
+        hi, lo = _LN2HI_32_LOG, _LN2LO_32_LOG
+    sub = x < tiny  # subnormal (and <= 0, overridden below)
+    xs = e.where(sub, x * scale, x)
+    m, dk = e.log_split(xs)
+    dk = e.where(sub, dk - dscale, dk)
+    f = m - 1.0
+    hfsq = 0.5 * f * f
+    s = f / (2.0 + f)
+    z = s * s
+    R = z * e.horner(z, coef)
+    y = dk * hi - ((hfsq - (s * (hfsq + R) + dk * lo)) - f)
+    y = e.where(x == np.inf, np.inf, y)
+    y = e.where(e.signbit(x), np.nan, y)  # negative (and -0, fixed next)
+    y = e.where(x == 0.0, -np.inf, y)
+    return e.where(e.isnan(x), x, y)
+
+
+def _tanh_body(e, x):
+    if e.bits == 64:
+        coef, x0, cap = _TT64, _TANH_X0, 44.0  # tanh(22) == 1.0
+    else:
+        coef, x0, cap = _TT32, _TANH32_X0, 20.0  # tanh(10) == 1.0f
+    ax = e.fabs(x)
+    z = x * x
+    small = e.fma(x * z, e.horner(z, coef), x)
+    a2 = 2.0 * ax
+    a2 = e.where(a2 < cap, a2, cap)  # also catches inf/nan
+    kf, q = _exp_kq(e, a2)
+    s = e.pow2(kf)
+    d = (s + 1.0) + s * q
+    large = 1.0 - 2.0 / d
+    large = e.where(x < 0.0, -large, large)
+    y = e.where(ax < x0, small, large)
+    return e.where(e.isnan(x) | (x == 0.0), x, y)
+
+
+def _sigmoid_body(e, x):
+    # e**-x = 2**k (1+q): x >= 0: 1/((1 + 2**k) + 2**k q); x < 0:
+    # 2**-k/((1 + 2**-k) + q) (1+q as an exact pair once 1 + 2**-k is
+    # inexact); far left 2**-k/(1+q) scaled by ldexp.  See vmath.py.
+    if e.bits == 64:
+        ahi, alo, kmax, kexact, far_x = 746.0, -100.0, 60.0, 52.0, -40.0
+    else:
+        ahi, alo, kmax, kexact, far_x = 104.0, -40.0, 30.0, 23.0, -20.0
+    a = -x
+    a = e.where(a < ahi, a, ahi)  # also catches inf/nan
+    a = e.where(a > alo, a, alo)
+    kf, q = _exp_kq(e, a)
+    s = e.pow2(e.where(kf < 0.0, kf, 0.0))
+    pos = 1.0 / ((1.0 + s) + s * q)
+    t = e.pow2(-e.where(kf < kmax, kf, kmax))
+    hi = 1.0 + q
+    lo = q - (hi - 1.0)  # Fast2Sum: hi + lo == 1 + q exactly
+    d = e.where(kf <= kexact, (1.0 + t) + q, hi + (lo + t))
+    neg = t / d
+    far = e.ldexp(1.0 / hi, -kf)
+    y = e.where(x >= far_x, neg, far)
+    y = e.where(x >= 0.0, pos, y)
+    return e.where(e.isnan(x), x, y)
+
+
+def _reduce_pio2(e, x):
+    kf = e.rint(x * _TWO_OVER_PI)
+    r1 = e.fma(-kf, _PIO2_1, x)  # exact
+    w = kf * _PIO2_2
+    we = e.fma(kf, _PIO2_2, -w)  # kf*P2 == w + we exactly
+    r2 = r1 - w
+    bb = r2 - r1  # TwoSum(r1, -w)
+    err = (r1 - (r2 - bb)) - (w + bb)
+    lo = (err - we) - kf * _PIO2_3
+    r = r2 + lo
+    rl = (r2 - r) + lo  # Fast2Sum
+    return kf, r, rl
+
+
+def _sin_kernel64(e, r, rl):
+    z = r * r
+    p = e.horner(z, _S64)
+    return r + e.fma(z * r, p, rl * (1.0 - 0.5 * z))
+
+
+def _cos_kernel64(e, r, rl):
+    z = r * r
+    p = e.horner(z, _C64)
+    hz = 0.5 * z
+    w = 1.0 - hz
+    return w + (((1.0 - w) - hz) + e.fma(z * z, p, -(r * rl)))
+
+
+def _sincos_body(libname, qoff):
+    """sin (qoff 0) or cos (qoff 1: cos x = sin(x + pi/2))."""
+
+    def body(e, x):
+        d = e if e.bits == 64 else _E(e.b, _F64)  # float32: float64 arithmetic
+        xd = e.ext(x, d)
+        ax = d.fabs(xd)
+        fast = ax <= _SINCOS_HUGE  # false for inf/nan
+        xc = d.where(fast, xd, 0.0)  # keeps inf/nan/huge out of the reduction
+        if e.bits == 64:
+            kf, r, rl = _reduce_pio2(d, xc)
+            s = _sin_kernel64(d, r, rl)
+            c = _cos_kernel64(d, r, rl)
+        else:
+            kf = d.rint(xc * _TWO_OVER_PI)
+            r = d.fma(-kf, _PIO2_1, xc)
+            r = d.fma(-kf, _PIO2_2, r)
+            z = r * r
+            s = d.fma(z * r, d.horner(z, _S32), r)
+            c = d.fma(z * z, d.horner(z, _C32), 1.0 - 0.5 * z)
+        odd, neg = d.quadrant(kf, qoff)
+        y = d.where(odd, c, s)
+        y = d.where(neg, -y, y)
+        y = d.where(fast, y, _slow_call(d, libname, xd))
+        y = d.where(d.isinf(xd), np.nan, y)
+        y = d.ext(y, e)
+        if libname == "sin":
+            return e.where(e.isnan(x) | (x == 0.0), x, y)  # keeps -0
+        return e.where(e.isnan(x), x, y)
+
+    return body
+
+
+_BODIES = {
+    "exp": _exp_body,
+    "expm1": _expm1_body,
+    "log": _log_body,
+    "tanh": _tanh_body,
+    "sigmoid": _sigmoid_body,
+    "sin": _sincos_body("sin", 0),
+    "cos": _sincos_body("cos", 1),
+}
+
+
+def _get_function(module, name, bits):
+    """The internal alwaysinline function for `name` in `module`, defined on
+    first use."""
+    fname = "numgrad_vir_%s_f%d" % (name, bits)
+    fn = module.globals.get(fname)
+    if fn is not None:
+        return fn
+    ft = _F64 if bits == 64 else _F32
+    fn = ir.Function(module, ir.FunctionType(ft, [ft]), fname)
+    fn.linkage = "internal"
+    for attr in ("alwaysinline", "nounwind", "readnone"):
+        fn.attributes.add(attr)
+    fn.args[0].name = "x"
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    e = _E(builder, ft)
+    builder.ret(e.v(_BODIES[name](e, _V(e, fn.args[0]))))
+    return fn
+
+
+# ---------------------------------------------------------------------------
+# Public functions: Numba typing + lowering, Python fallback.
+# ---------------------------------------------------------------------------
+
+_NUMERIC = (types.Float, types.Integer, types.Boolean)
+
+
+def _result_type(x):
+    if isinstance(x, types.Float) and x.bitwidth == 32:
+        return types.float32
+    if isinstance(x, _NUMERIC):
+        return types.float64
+    return None
+
+
+_PY_KERNELS = {}
+
+
+def _python_call(name, x):
+    k = _PY_KERNELS.get(name)
+    if k is None:
+        from numba import njit
+
+        fn = globals()[name]
+        k = _PY_KERNELS[name] = njit(lambda v: fn(v))
+    return k(x)
+
+
+def _make_public(name, doc):
+    def fn(x):
+        return _python_call(name, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn.__module__ = __name__
+
+    @type_callable(fn)
+    def _typer(context):
+        def typer(x):
+            return _result_type(x)
+
+        return typer
+
+    def _lower(context, builder, sig, args):
+        rt = sig.return_type
+        val = context.cast(builder, args[0], sig.args[0], rt)
+        f = _get_function(builder.module, name, rt.bitwidth)
+        return builder.call(f, [val])
+
+    for t in _NUMERIC:
+        lower_builtin(fn, t)(_lower)
+    return fn
+
+
+exp = _make_public("exp", "e**x; within 1 ulp.  Overflow -> inf, underflow -> 0 (gradually).")
+expm1 = _make_public("expm1", "e**x - 1 without cancellation near 0.")
+log = _make_public("log", "Natural log; log(0) = -inf, log(x<0) = nan, subnormals handled.")
+tanh = _make_public("tanh", "Hyperbolic tangent; saturates to +-1 exactly.")
+sigmoid = _make_public("sigmoid", "Logistic 1/(1+e**-x), accurate in both tails.")
+sin = _make_public("sin", "sin(x); |x| > 2**40 goes to libm (loop stays vectorised).")
+cos = _make_public("cos", "cos(x); |x| > 2**40 goes to libm (loop stays vectorised).")
