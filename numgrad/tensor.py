@@ -113,22 +113,11 @@ class Tensor:
 
     def __init__(self, data, dtype=None, requires_grad=False):
         from numgrad.creation import _to_array  # creation builds on Tensor
-        self._init(_to_array(data, dtype), None, None, 0)
+        fresh = Tensor._make(_to_array(data, dtype))  # one place sets up the slots
+        for name in Tensor.__slots__[:-1]:
+            setattr(self, name, getattr(fresh, name))
         if requires_grad:
             self._set_requires_grad(True)
-
-    def _init(self, data, grad_fn, vc, output_nr):
-        self._data = data
-        self._vc = vc if vc is not None else _VersionCounter()
-        self._requires_grad = grad_fn is not None
-        self._grad = None
-        self.grad_fn = grad_fn
-        self._output_nr = output_nr
-        self._hooks = None
-        self._retains_grad = False
-        self._base = None
-        self._accumulator = None
-        self._view_index = None
 
     @staticmethod
     def _make(data, grad_fn=None, vc=None, output_nr=0):
