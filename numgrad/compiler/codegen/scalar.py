@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numba import njit
 
-# Plain libm versions. ``scalar_vec`` overrides the transcendentals with ``vmath``'s
+# Plain libm versions. ``scalar_vec`` overrides the transcendentals with ``vmath_ir``'s
 # vectorisable polynomials: much faster loops, but each use costs ~1 s of compile
 # time, so it is an option (``ng.jit(vector_math=...)``, default on).
 @njit(inline="always")

@@ -13,11 +13,17 @@ body at every call site: ~0.5 s of compile time per call (minutes for a kernel
 with a few hundred transcendental calls) plus NumbaIRAssumptionWarning noise.
 Here a call site costs one typing-template lookup and one ``call`` instruction:
 
-* the first call in an LLVM module defines an internal function
-  ``numgrad_vir_<name>_f64`` / ``_f32`` (``alwaysinline nounwind readnone``),
-  later calls find it with ``module.globals.get``;
-* LLVM inlines it into the caller before the loop vectoriser runs, so a fused
-  loop sees plain arithmetic and vectorises (~1 ns/element).
+* the first call sites (``INLINE_CALL_SITES``, 4) of a function in an LLVM
+  module call an internal function ``numgrad_vir_<name>_f64`` / ``_f32``
+  (``alwaysinline nounwind readnone``), defined on first use and found again
+  with ``module.globals.get``; LLVM inlines it before the loop vectoriser
+  runs, so a fused loop sees plain arithmetic and vectorises (~1 ns/element);
+* further call sites call ``numgrad_vir_<name>_f64_ool``: the same body,
+  ``noinline``, plus explicitly vectorised copies for 2..16 lanes tied to it
+  by a ``vector-function-abi-variant`` attribute, so the vectoriser calls the
+  copy of its width once per vector.  Just as fast at run time, but a kernel
+  with hundreds of call sites no longer pays LLVM for hundreds of inlined
+  bodies (each ~5-15 ms to optimise and emit).
 
 Floating-point flags
 --------------------
@@ -48,6 +54,8 @@ compiled wrapper (compiled on first use), so results are bit-identical.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 from llvmlite import ir
 from llvmlite.ir.values import FunctionAttributes
@@ -71,7 +79,6 @@ TEMPLATES = {
 _FLAGS = ("contract",)  # on every fp instruction (see module docstring)
 _F64 = ir.DoubleType()
 _F32 = ir.FloatType()
-_I1 = ir.IntType(1)
 
 # ---------------------------------------------------------------------------
 # A tiny expression layer over IRBuilder, so the bodies below read like the
@@ -83,19 +90,27 @@ _I1 = ir.IntType(1)
 
 
 class _E:
-    def __init__(self, builder, fty):
+    def __init__(self, builder, bits, lanes=0):
         self.b = builder
-        self.ft = fty
-        self.bits = 64 if isinstance(fty, ir.DoubleType) else 32
-        self.it = ir.IntType(self.bits)
-        self.mb, self.bias = (52, 1023) if self.bits == 64 else (23, 127)
+        self.bits = bits
+        self.lanes = lanes  # 0: scalar, else the vector width
+        sft = _F64 if bits == 64 else _F32
+        sit = ir.IntType(bits)
+        self.ft = ir.VectorType(sft, lanes) if lanes else sft
+        self.it = ir.VectorType(sit, lanes) if lanes else sit
+        self.mb, self.bias = (52, 1023) if bits == 64 else (23, 127)
+        self.suffix = ("v%d" % lanes if lanes else "") + "f%d" % bits
+
+    def retype(self, bits):
+        """An emitter for another float width, same builder and lanes."""
+        return self if bits == self.bits else _E(self.b, bits, self.lanes)
 
     # -- values --------------------------------------------------------------
     def const(self, c):
         c = float(c)
         if self.bits == 32:
-            c32 = float(np.float32(c))
-            assert c32 == c or c != c, "float32 constant not exact: %r" % c
+            if float(np.float32(c)) != c and c == c:
+                raise ValueError("float32 constant not exact: %r" % c)
         return ir.Constant(self.ft, c)
 
     def v(self, a):
@@ -109,8 +124,9 @@ class _E:
 
     # -- intrinsics ------------------------------------------------------------
     def _intr(self, name, args):
-        fn = self.b.module.declare_intrinsic(
-            name, [self.ft], ir.FunctionType(self.ft, [self.ft] * len(args)))
+        fn = cgutils.get_or_insert_function(
+            self.b.module, ir.FunctionType(self.ft, [self.ft] * len(args)),
+            "%s.%s" % (name, self.suffix))
         return _V(self, self.b.call(fn, [self.v(a) for a in args]))
 
     def fma(self, a, b, c):
@@ -364,8 +380,11 @@ def _slow_fn(module, libname):
 
 
 def _slow_call(e, libname, x):
-    """libm(x) for |x| > 2**40, else 0.0 (x and result float64)."""
-    return _V(e, e.b.call(_slow_fn(e.b.module, libname), [e.v(x)]))
+    """libm(x) for |x| > 2**40, else 0.0 (x and result float64, any lanes)."""
+    fn = _slow_fn(e.b.module, libname)
+    if e.lanes:
+        fn = e.b.module.globals["%s_v%d" % (fn.name, e.lanes)]
+    return _V(e, e.b.call(fn, [e.v(x)]))
 
 
 # ---------------------------------------------------------------------------
@@ -583,8 +602,12 @@ def _sincos_body(libname, qoff):
     """sin (qoff 0) or cos (qoff 1: cos x = sin(x + pi/2))."""
 
     def body(e, x):
-        d = e if e.bits == 64 else _E(e.b, _F64)  # float32: float64 arithmetic
+        d = e.retype(64)  # float32: float64 arithmetic
         xd = e.ext(x, d)
+        # The slow path first: in a vectorised loop this is a call per vector,
+        # and ymm/zmm registers do not survive calls, so make it where little
+        # else is live yet.
+        slow = _slow_call(d, libname, xd)
         ax = d.fabs(xd)
         fast = ax <= _SINCOS_HUGE  # false for inf/nan
         xc = d.where(fast, xd, 0.0)  # keeps inf/nan/huge out of the reduction
@@ -602,7 +625,7 @@ def _sincos_body(libname, qoff):
         odd, neg = d.quadrant(kf, qoff)
         y = d.where(odd, c, s)
         y = d.where(neg, -y, y)
-        y = d.where(fast, y, _slow_call(d, libname, xd))
+        y = d.where(fast, y, slow)
         y = d.where(d.isinf(xd), np.nan, y)
         y = d.ext(y, e)
         if libname == "sin":
@@ -623,23 +646,81 @@ _BODIES = {
 }
 
 
-def _get_function(module, name, bits):
+def _emit_body(fn, name, bits, lanes=0):
+    fn.args[0].name = "x"
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    e = _E(builder, bits, lanes)
+    builder.ret(e.v(_BODIES[name](e, _V(e, fn.args[0]))))
+
+
+def _get_inline(module, name, bits):
     """The internal alwaysinline function for `name` in `module`, defined on
     first use."""
     fname = "numgrad_vir_%s_f%d" % (name, bits)
+    fn = module.globals.get(fname)
+    if fn is None:
+        ft = _F64 if bits == 64 else _F32
+        fn = ir.Function(module, ir.FunctionType(ft, [ft]), fname)
+        fn.linkage = "internal"
+        for attr in ("alwaysinline", "nounwind", "readnone"):
+            fn.attributes.add(attr)
+        _emit_body(fn, name, bits)
+    return fn
+
+
+# Vector widths of the outlined variants: 128/256/512-bit registers (the loop
+# vectoriser may also interleave, calling one variant twice).
+_OUTLINED_LANES = {64: (2, 4, 8), 32: (4, 8, 16)}
+
+
+def _get_outlined(module, name, bits):
+    """A noinline scalar version of `name` plus explicitly vectorised variants
+    for 2..16 lanes, tied together by "vector-function-abi-variant" (as for the
+    sin/cos slow path): the loop vectoriser calls the variant of its width, so
+    the body is compiled once per module however many call sites use it."""
+    fname = "numgrad_vir_%s_f%d_ool" % (name, bits)
     fn = module.globals.get(fname)
     if fn is not None:
         return fn
     ft = _F64 if bits == 64 else _F32
     fn = ir.Function(module, ir.FunctionType(ft, [ft]), fname)
-    fn.linkage = "internal"
-    for attr in ("alwaysinline", "nounwind", "readnone"):
-        fn.attributes.add(attr)
-    fn.args[0].name = "x"
-    builder = ir.IRBuilder(fn.append_basic_block("entry"))
-    e = _E(builder, ft)
-    builder.ret(e.v(_BODIES[name](e, _V(e, fn.args[0]))))
+    # weak_odr: the variants must survive until the vectoriser runs, in the
+    # linked final module (see _slow_fn).
+    fn.linkage = "weak_odr"
+    attrs = _AttrsWithStrings(["noinline", "nounwind", "readnone"])
+    attrs.extra = ['"vector-function-abi-variant"="%s"' % ",".join(
+        "_ZGV_LLVM_N%dv_%s(%s_v%d)" % (n, fname, fname, n) for n in _OUTLINED_LANES[bits])]
+    fn.attributes = attrs
+    _emit_body(fn, name, bits)
+    for n in _OUTLINED_LANES[bits]:
+        vt = ir.VectorType(ft, n)
+        vf = ir.Function(module, ir.FunctionType(vt, [vt]), "%s_v%d" % (fname, n))
+        vf.linkage = "weak_odr"
+        for attr in ("noinline", "nounwind", "readnone"):
+            vf.attributes.add(attr)
+        _emit_body(vf, name, bits, n)
     return fn
+
+
+# Call sites of one function (and float width) per LLVM module that get the
+# body inlined; further ones call the outlined, vector-variant version.
+# Measured, both run equally fast (one call per vector is cheap next to the
+# body), but every inlined site costs LLVM ~5-15 ms (optimising and emitting
+# a vector body plus a scalar remainder copy), while the outlined versions
+# cost about as much as a few inlined sites once per module and ~nothing per
+# call after that.  0: always outlined; a huge number: always inlined.
+INLINE_CALL_SITES = 4
+
+_SITES = weakref.WeakKeyDictionary()  # ir.Module -> {(name, bits): count}
+
+
+def _get_function(module, name, bits):
+    counts = _SITES.setdefault(module, {})
+    n = counts.get((name, bits), 0)
+    counts[(name, bits)] = n + 1
+    if n < INLINE_CALL_SITES:
+        return _get_inline(module, name, bits)
+    return _get_outlined(module, name, bits)
 
 
 # ---------------------------------------------------------------------------
