@@ -13,6 +13,7 @@ passes through the tensor hooks registered for it; ``retain_grad`` and
 from __future__ import annotations
 
 import heapq
+import sys
 
 import numpy as np
 
@@ -346,19 +347,31 @@ def _run_hooks(node, nr, g):
     return g
 
 
+# References to an unshared gradient array inside _accumulate_into: g._data, the local
+# `gd`, and getrefcount's own argument.
+_STEAL_REFS = 3
+
+
 def _accumulate_into(t, g, create_graph):
     """``t.grad += g``, in place when no graph is being built (as PyTorch does)."""
     gd, td = g._data, t._data
-    if gd.dtype != td.dtype:
-        g = g.to(t.dtype)
-    if gd.shape != td.shape:
-        g = _ops.sum_to(g, t.shape)
+    if gd.dtype != td.dtype or gd.shape != td.shape:
+        if gd.dtype != td.dtype:
+            g = g.to(t.dtype)
+        if g.shape != t.shape:
+            g = _ops.sum_to(g, t.shape)
+        gd = g._data
     cur = t._grad
     if cur is None:
         if create_graph:
             t._grad = g
-        elif type(g._data) is np.ndarray:
-            t._grad = Tensor._make(g._data.copy())  # never alias a buffer someone else holds
+        elif type(gd) is np.ndarray:
+            # Steal the buffer when nothing else can see it (PyTorch does the same); copy
+            # otherwise, so .grad never aliases a user's array or another tensor.
+            if not isinstance(gd.base, np.ndarray) and sys.getrefcount(gd) <= _STEAL_REFS:
+                t._grad = Tensor._make(gd)
+            else:
+                t._grad = Tensor._make(gd.copy())
         else:
             with no_grad():
                 t._grad = _ops.clone(g.detach())
