@@ -25,6 +25,9 @@ def value_and_grad(fn, argnums=0, has_aux=False):
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
         args = list(args)
+        # Inside an outer differentiation (ng.grad(ng.grad(f)), or inputs that require
+        # grad) the grads must stay differentiable, so keep the inputs' graph.
+        nested = any(isinstance(args[n], Tensor) and args[n].requires_grad for n in nums)
         for n in nums:
             a = args[n]
             if not isinstance(a, Tensor):
@@ -33,15 +36,18 @@ def value_and_grad(fn, argnums=0, has_aux=False):
             if not a.dtype.is_floating_point:
                 raise RuntimeError("only Tensors of floating point dtype can require gradients "
                                    f"(argument {n} is {a.dtype})")
-            # Differentiate w.r.t. a fresh leaf: the caller's tensor need not require grad.
-            args[n] = a.detach().requires_grad_(True)
+            if not a.requires_grad:
+                # Differentiate w.r.t. a fresh leaf: the caller's tensor need not require grad.
+                args[n] = a.detach().requires_grad_(True)
         with enable_grad():
             out = fn(*args, **kwargs)
             value, aux = (out if has_aux else (out, None))
             if not isinstance(value, Tensor) or value.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            grads = engine.grad(value, [args[n] for n in nums], materialize_grads=True)
-        value = value.detach()
+            grads = engine.grad(value, [args[n] for n in nums], create_graph=nested,
+                                materialize_grads=True)
+        if not nested:
+            value = value.detach()
         g = grads[0] if single else tuple(grads)
         return ((value, aux), g) if has_aux else (value, g)
 

@@ -24,9 +24,9 @@ import numpy as np
 from numgrad.compiler.codegen import cache as _cache
 
 # Elements per loop before prange pays. Measured with bench/parallel_threshold.py on this
-# shared 2-vCPU machine: 1.65x at 2^18 when quiet, but a loaded machine stalls the thread
-# pool for milliseconds, so threads start only where a loop runs for a millisecond or more.
-PARALLEL_MIN = 1 << 20
+# shared 2-vCPU machine: 1.65x at 2^18 elements when quiet, slower than serial below
+# 2^16; on a loaded machine the thread pool can stall for milliseconds whatever the size.
+PARALLEL_MIN = 1 << 18
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
 _REDUCTIONS = {"sum", "mean", "amax", "amin"}
