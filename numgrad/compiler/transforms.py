@@ -6,10 +6,13 @@ wrapped in ``ng.jit``, trace into one joint forward+backward plan.
 from __future__ import annotations
 
 import functools
+import threading
 
 from numgrad.autograd import engine
 from numgrad.grad_mode import enable_grad
 from numgrad.tensor import Tensor
+
+_depth = threading.local()  # how many transforms are evaluating their function right now
 
 
 def value_and_grad(fn, argnums=0, has_aux=False):
@@ -25,9 +28,9 @@ def value_and_grad(fn, argnums=0, has_aux=False):
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
         args = list(args)
-        # Inside an outer differentiation (ng.grad(ng.grad(f)), or inputs that require
-        # grad) the grads must stay differentiable, so keep the inputs' graph.
-        nested = any(isinstance(args[n], Tensor) and args[n].requires_grad for n in nums)
+        # Inside another transform (ng.grad(ng.grad(f))) the grads must stay differentiable
+        # w.r.t. the outer inputs; at top level the transform is pure, as in JAX.
+        nested = getattr(_depth, "n", 0) > 0
         for n in nums:
             a = args[n]
             if not isinstance(a, Tensor):
@@ -36,11 +39,16 @@ def value_and_grad(fn, argnums=0, has_aux=False):
             if not a.dtype.is_floating_point:
                 raise RuntimeError("only Tensors of floating point dtype can require gradients "
                                    f"(argument {n} is {a.dtype})")
-            if not a.requires_grad:
+            if not (nested and a.requires_grad):
                 # Differentiate w.r.t. a fresh leaf: the caller's tensor need not require grad.
                 args[n] = a.detach().requires_grad_(True)
+        _depth.n = getattr(_depth, "n", 0) + 1
+        try:
+            with enable_grad():
+                out = fn(*args, **kwargs)
+        finally:
+            _depth.n -= 1
         with enable_grad():
-            out = fn(*args, **kwargs)
             value, aux = (out if has_aux else (out, None))
             if not isinstance(value, Tensor) or value.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -60,7 +68,9 @@ def grad(fn, argnums=0, has_aux=False):
 
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
-        (value, aux), g = vg(*args, **kwargs) if has_aux else ((None, None), vg(*args, **kwargs)[1])
-        return (g, aux) if has_aux else g
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        return vg(*args, **kwargs)[1]
 
     return wrapped
