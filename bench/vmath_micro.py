@@ -1,4 +1,4 @@
-"""Micro-benchmark of numgrad.jit.codegen.vmath against libm and NumPy.
+"""Micro-benchmark of numgrad.compiler.codegen.vmath_ir against libm and NumPy.
 
 For each function and dtype it times, on 1e6 elements (median of repeats):
 
@@ -26,7 +26,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from numgrad.jit.codegen import vmath
+from numgrad.compiler.codegen import vmath_ir as vmath
 
 FM = {"contract", "arcp", "nsz"}  # no nnan/ninf: vmath relies on inf/nan
 
