@@ -12,8 +12,8 @@ class TreeDef:
     __slots__ = ("kind", "meta", "children", "_hash")
 
     def __init__(self, kind, meta, children):
-        self.kind = kind          # "leaf", "tuple", "list", "dict", "none"
-        self.meta = meta          # dict keys for dicts
+        self.kind = kind          # "leaf", "tuple", "list", "dict", "tuple_subclass"
+        self.meta = meta          # dict keys for dicts, the class for tuple subclasses
         self.children = children
         self._hash = hash((kind, meta, children))
 
@@ -40,6 +40,8 @@ def _flatten(obj, leaves):
     t = type(obj)
     if t is tuple or t is list:
         return TreeDef(t.__name__, None, tuple(_flatten(x, leaves) for x in obj))
+    if isinstance(obj, tuple):  # namedtuples and (values, indices) from max(dim)
+        return TreeDef("tuple_subclass", t, tuple(_flatten(x, leaves) for x in obj))
     if t is dict:
         keys = tuple(obj)
         return TreeDef("dict", keys, tuple(_flatten(obj[k], leaves) for k in keys))
@@ -60,6 +62,9 @@ def _build(tree, it):
         return tuple(kids)
     if tree.kind == "list":
         return kids
+    if tree.kind == "tuple_subclass":
+        t = tree.meta
+        return t(*kids) if hasattr(t, "_fields") else t(kids)
     return dict(zip(tree.meta, kids))
 
 

@@ -24,6 +24,11 @@ from numgrad.tensor import Tensor
 _ndarray = np.ndarray
 
 
+def _contiguous(a):
+    # NOTE: np.ascontiguousarray turns a 0-d array into shape (1,); keep 0-d as 0-d.
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
 class Stats:
     """Counters: ``traces``, ``compiles``, ``cache_hits`` (plan reuse), ``disk_hits``, ``kernels``."""
 
@@ -192,7 +197,7 @@ class Plan:
 
     def run(self, leaves):
         tensors = [leaves[i] for i in self.tensor_pos]
-        arrays = [np.ascontiguousarray(t._data) for t in tensors]
+        arrays = [_contiguous(t._data) for t in tensors]
         tr = self.traced
         res = self.fwd(arrays)
         n_out = self.n_out

@@ -26,10 +26,6 @@ def jits(fn):
     return {"cpu": ng.jit(fn), "numpy": ng.jit(fn, backend="numpy")}
 
 
-def _lib(t):
-    return torch if isinstance(t, torch.Tensor) else ng
-
-
 # ----------------------------------------------------------------------------- functions
 def _elementwise(x, w):
     return x.tanh() * w + x * x
@@ -49,7 +45,7 @@ TWO_OUTPUTS = jits(_two_outputs)
 SCALE_SUM = jits(_scale_sum)
 
 
-# ----------------------------------------------------------------------------- hooks / retain_grad on outputs
+# ----------------------------------------------------------------------------- output hooks
 @pytest.mark.parametrize("mode", COMPILED)
 def test_hook_on_compiled_output_replaces_gradient(mode):
     x, tx = pair(X_DATA)
@@ -330,12 +326,6 @@ def test_inplace_on_input_writes_back(mode, w_grad):
     assert x._version == v0 + 1 == tx._version
     assert_close(y, ty.detach())
     assert y.requires_grad is w_grad
-
-
-WRITEBACK_VERSION = (
-    "runtime.Plan.run: CompiledFunctionBackward records input versions before the write-back "
-    "bumps them (spurious 'modified by an inplace operation'), and the backward reads the "
-    "input buffer the write-back overwrote (with the check bypassed, w.grad is 2x torch's)")
 
 
 @pytest.mark.parametrize("mode", COMPILED)

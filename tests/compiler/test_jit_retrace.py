@@ -246,10 +246,6 @@ def _tree_fn(inp):
     return {"out": h.sum(), "parts": [h, (h * x, x.exp())]}
 
 
-def _tree_fn_torch(inp):
-    return _tree_fn(inp)
-
-
 def _flat_leaves(tree):
     if isinstance(tree, dict):
         return [leaf for k in tree for leaf in _flat_leaves(tree[k])]

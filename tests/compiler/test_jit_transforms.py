@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import numgrad as ng  # noqa: E402
-from conftest import X_DATA, assert_close, pair, to_numpy  # noqa: E402
+from conftest import X_DATA, assert_close, to_numpy  # noqa: E402
 
 W3 = np.array([[0.5, -1.0], [1.5, 0.25], [-0.75, 2.0]], dtype=np.float32)  # (3, 2)
 B2 = np.array([0.1, -0.2], dtype=np.float32)
