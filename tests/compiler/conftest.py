@@ -1,11 +1,11 @@
 """Setup for the ``ng.jit`` compiler tests.
 
-* ``NUMGRAD_VECTOR_MATH=0``: the vectorised transcendental helpers cost about a
-  second of Numba compile each; the compiler tests check semantics, not speed.
+* Vector math stays on (the default users get): since ``vmath_ir`` emits the
+  transcendentals as LLVM IR, it compiles as fast as libm calls.
 * ``NUMGRAD_CACHE_DIR``: a private temporary kernel cache for the session (unless
   the caller set one), so tests never read or pollute the user's cache.
 
-Both are set at import, before any test module compiles anything.
+The cache directory is set at import, before any test module compiles anything.
 
 pytest imports every ``conftest.py`` under the module name ``conftest``, so this file
 replaces ``tests/conftest.py`` in ``sys.modules`` for modules collected after it. It
@@ -21,7 +21,6 @@ import os
 import shutil
 import tempfile
 
-os.environ.setdefault("NUMGRAD_VECTOR_MATH", "0")
 if not os.environ.get("NUMGRAD_CACHE_DIR"):
     _CACHE = tempfile.mkdtemp(prefix="numgrad-test-cache-")
     os.environ["NUMGRAD_CACHE_DIR"] = _CACHE
