@@ -66,7 +66,8 @@ def test_kitchen_sink_matches_eager(dtype):
 
 def test_kitchen_sink_source_is_fused():
     src = SINK["float64"].source(*_inputs("float64"))
-    assert "np.dot(" in src
+    # matmul is NumPy's BLAS between fused stages: code before and after it is compiled.
+    assert "np.dot(" not in src and src.count("@njit(") >= 2
     # Far fewer loops than equations: elementwise chains share loops.
     graph = SINK["float64"].trace(*_inputs("float64"))
     assert src.count("for i") < len(graph.eqns) / 2

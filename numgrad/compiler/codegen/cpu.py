@@ -2,14 +2,15 @@
 
 Room: compiler. The emitter owns loop structure; ops own only their scalar
 templates (``lowering`` in the registry). A graph becomes a few *stages*, each
-one ``njit`` function; equations Numba cannot run (hooks, gathers, batched
-matmul...) run in Python between stages. Inside a stage:
+one ``njit`` function; other equations (matmul, transposes, hooks, gathers...)
+run in Python between stages, on NumPy. Inside a stage:
 
 - elementwise equations with the same iteration shape share one loop; a value
   that never leaves its loop stays a local scalar (no array is written);
 - a reduction joins the loop that produces its input (its accumulator lives
   in that loop), so ``sum(tanh(x*y) * exp(-y*y))`` is a single pass;
-- matmul stays ``np.dot`` (BLAS), with the elementwise loops around it fused.
+- matmul is NumPy's BLAS call between stages, with the elementwise loops around it
+  fused into the stages before and after it.
 
 Shapes are static, so every extent and stride is a literal in the source and
 LLVM sees fixed-trip-count loops it can vectorise. 0-d values are kept as
@@ -51,14 +52,13 @@ def lowerable(e):
         return False
     if kind in ("elementwise", "compare"):
         return e.prim.lowering is not None
-    if name in ("where", "to_dtype", "expand", "reshape", "permute"):
+    if name in ("where", "to_dtype", "expand", "reshape"):
         return True
-    if name in _REDUCTIONS:
-        return True
-    if name == "matmul":
-        return (all(1 <= v.ndim <= 2 for v in e.inputs) and e.out.dtype.kind == "f"
-                and e.inputs[0].dtype == e.inputs[1].dtype)
-    return False
+    # NOTE: matmul (and the transposes that feed it) run as NumPy steps between fused
+    # stages: Numba's np.dot needs SciPy, which numgrad does not depend on, and its
+    # thread pool fights BLAS's on few cores. NumPy's matmul takes transposed views
+    # without copying them.
+    return name in _REDUCTIONS
 
 
 def _role(e):
@@ -69,7 +69,7 @@ def _role(e):
         return "ew"
     if name in _REDUCTIONS:
         return "red"
-    return "standalone"   # matmul, permute, reshape
+    return "standalone"   # reshape
 
 
 # ------------------------------------------------------------------- stages
@@ -263,33 +263,14 @@ class StageEmitter:
 
     # ---------------------------------------------------------- standalone
     def emit_standalone(self, e):
-        name = e.prim.name
-        out = e.out
-        o, of = self.name(out), self.flat(out)
-        n = _size(out.shape)
-        ins = [self.name(v) for v in e.inputs]
-        for v in e.inputs:
-            if v in self.graph.consts and v not in self.materialized:
-                self.emit(f"{self.name(v)} = np.full({cshape(v.shape)}, {self.const_literal(v)})")
-                self.emit(f"{self.flat(v)} = {self.name(v)}.reshape({_size(v.shape)})")
-                self.materialized.add(v)
-        if name == "reshape":
-            self.emit(f"{of} = {self.flat(e.inputs[0])}")
-            self.emit(f"{o} = {of}.reshape({cshape(out.shape)})")
-        elif name == "permute":
-            self.emit(f"{o} = np.ascontiguousarray(np.transpose({ins[0]}, "
-                      f"{tuple(e.params['dims'])}))")
-            self.emit(f"{of} = {o}.reshape({n})")
-        elif name == "matmul":
-            a, b = e.inputs
-            if a.ndim == 1 and b.ndim == 1:
-                self.emit(f"{o} = np.empty(1, np.{out.dtype.name})")
-                self.emit(f"{o}[0] = np.dot({ins[0]}, {ins[1]})")
-            else:
-                self.emit(f"{o} = np.dot({ins[0]}, {ins[1]})")
-            self.emit(f"{of} = {o}.reshape({n})")
-        else:
-            raise NotImplementedError(name)
+        # Only reshape stands alone: the flat data is shared, so it is free.
+        out, src = e.out, e.inputs[0]
+        if src in self.graph.consts and src not in self.materialized:
+            self.emit(f"{self.name(src)} = np.full({cshape(src.shape)}, {self.const_literal(src)})")
+            self.emit(f"{self.flat(src)} = {self.name(src)}.reshape({_size(src.shape)})")
+            self.materialized.add(src)
+        self.emit(f"{self.flat(out)} = {self.flat(src)}")
+        self.emit(f"{self.name(out)} = {self.flat(out)}.reshape({cshape(out.shape)})")
         self.materialized.add(out)
 
     # --------------------------------------------------------------- groups
@@ -508,23 +489,26 @@ class Program:
             return [res[i].reshape(shape) if not shape else res[i] for i, shape in outs]
         env = dict(self._consts)
         for v, a in zip(self._inputs, arrays):
-            env[v] = _canon(a) if v.ndim == 0 else _ready(a)
+            env[v] = a
         from numgrad.compiler.steps import run_structural
         for kind, obj in self.steps:
             if kind == "kernel":
-                res = obj.fn(*[env[v] for v in obj.inputs])
+                res = obj.fn(*[_canon(env[v]) if v.ndim == 0 else _ready(env[v])
+                               for v in obj.inputs])
                 for v, r in zip(obj.outputs, res):
                     env[v] = r
             else:
+                # NumPy steps keep their results as NumPy returns them (a transpose stays a
+                # view for the matmul after it); kernels get contiguous copies if needed.
                 e = obj
                 ins = [env[v].reshape(v.shape) for v in e.inputs]
                 if isinstance(e.prim, str):
                     out = run_structural(e, ins)
                 else:
                     out = e.prim.impl(*ins, **e.params)
-                out = np.asarray(out)
-                env[e.out] = _ready(out.reshape(cshape(e.out.shape)))
-        return [env[v].reshape(shape) for v, shape in self._outputs]
+                env[e.out] = np.asarray(out)
+        return [_ready(env[v]).reshape(shape) if not shape else env[v].reshape(shape)
+                for v, shape in self._outputs]
 
 
 def _ready(a):
@@ -546,10 +530,7 @@ def compile(graph, options=None):
     base = options.get("name", "fn")
     srcs = []
     for st in kernels:
-        # NOTE: Numba's thread pool and BLAS's fight over 2 cores (an MLP step went from
-        # ~4 to 40 ms): a stage that calls np.dot leaves the threads to BLAS.
-        has_dot = any(not isinstance(e.prim, str) and e.prim.name == "matmul" for e in st.eqns)
-        em = StageEmitter(st, graph, parallel in ("auto", True) and not has_dot)
+        em = StageEmitter(st, graph, parallel in ("auto", True))
         st.name = None
         src = em.source("KERNEL_NAME")
         # Numba's cache ignores parallel=: give the parallel variant its own name.
