@@ -188,6 +188,13 @@ class Plan:
         stats.disk_hits += sum(1 for p in programs if getattr(p, "disk_hit", False))
         self.programs = programs
         self._bwd_fn = None
+        # Per output: the input it is (if the function returned an input) and its slot
+        # among the backward node's outputs (if it receives a cotangent).
+        slot = {j: k for k, j in enumerate(tr.cotangent_of)}
+        self._out_alias = [tr.aliases.get(j) for j in range(self.n_out)]
+        self._out_slot = [slot.get(j) for j in range(self.n_out)]
+        if not self.grad:
+            self.check_outputs = []
         if verbose:
             print(f"[numgrad.jit] {name}: traced and compiled {len(programs)} program(s), "
                   f"{stats.kernels} kernel(s) in {time.perf_counter() - t0:.2f}s")
@@ -216,22 +223,20 @@ class Plan:
             saved = res[n_out:n_out + self.n_saved]
             node = CompiledFunctionBackward(self, tensors, arrays, saved)
         out_tensors = []
-        cot_index = {j: k for k, j in enumerate(tr.cotangent_of)}
-        for j, arr in enumerate(outs):
-            if j in tr.aliases:
-                out_tensors.append(tensors[tr.aliases[j]])
-                continue
-            arr = np.asarray(arr)
-            k = cot_index.get(j)
-            if node is not None and k is not None:
+        for arr, alias, k in zip(outs, self._out_alias, self._out_slot):
+            if alias is not None:
+                out_tensors.append(tensors[alias])
+            elif node is not None and k is not None:
                 out_tensors.append(Tensor._make(arr, node, None, k))
             else:
                 out_tensors.append(Tensor._make(arr))
-        if node is not None:
+        if node is not None and self.check_outputs:
             node.watch_outputs([(out_tensors[j], tr.out_fn_names[j]) for j in self.check_outputs])
         for i, hooks in tr.leaf_hooks:
             for h in hooks:
                 tensors[i].register_hook(h)
+        if self.out_tree is pytree.LEAF:
+            return out_tensors[0]
         return pytree.unflatten(self.out_tree, out_tensors)
 
     # ------------------------------------------------- create_graph support

@@ -486,7 +486,7 @@ class Program:
             args = [(_canon(arrays[a]) if b else _ready(arrays[a])) if k == "in" else a
                     for k, a, b in plan]
             res = fn(*args)
-            return [res[i].reshape(shape) if not shape else res[i] for i, shape in outs]
+            return [res[i] if shape else res[i].reshape(shape) for i, shape in outs]
         env = dict(self._consts)
         for v, a in zip(self._inputs, arrays):
             env[v] = a
