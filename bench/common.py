@@ -31,6 +31,18 @@ SYSTEMS = (
     "jax jit",           # jax.jit(jax.value_and_grad(f, argnums=...))
     "numpy",             # hand-written backward: the no-framework floor
 )
+
+# Each workload module defines one builder per system under these names.
+_BUILDERS = {"numgrad eager": "numgrad_eager", "numgrad jit": "numgrad_jit",
+             "numgrad jit v&g": "numgrad_jit_vg", "torch eager": "torch_eager",
+             "torch.compile": "torch_compile", "jax jit": "jax_jit", "numpy": "numpy_manual"}
+
+
+def impls(namespace):
+    """The workload module's ``{system: builder}`` table, read off its function names."""
+    return {system: namespace[name] for system, name in _BUILDERS.items() if name in namespace}
+
+
 REFERENCE = "torch eager"
 FALLBACK_REFERENCE = "numpy"   # used when torch is not installed
 NUMPY_BASED = ("numpy", "numgrad eager")   # their arrays are seen by tracemalloc

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import numgrad as ng
+from bench import common
 from bench.common import Case, import_jax, import_torch, torch_compile_fresh
 from bench.w3_mlp import mlp_numpy
 
@@ -167,12 +168,4 @@ def numpy_manual(case, data):
     return step
 
 
-IMPLS = {
-    "numgrad eager": numgrad_eager,
-    "numgrad jit": numgrad_jit,
-    "numgrad jit v&g": numgrad_jit_vg,
-    "torch eager": torch_eager,
-    "torch.compile": torch_compile,
-    "jax jit": jax_jit,
-    "numpy": numpy_manual,
-}
+IMPLS = common.impls(globals())
