@@ -186,6 +186,17 @@ def _literal(value, dtype):
     return f"np.{dtype.name}({v!r})"
 
 
+def _broadcast_offset(shape, rank, idx):
+    """Flat index into a C-contiguous array of ``shape`` read at loop indices ``idx`` (one
+    per dim of a rank-``rank`` loop nest), broadcasting size-1 and missing leading dims."""
+    shp = (1,) * (rank - len(cshape(shape))) + cshape(shape)
+    terms = []
+    for d, (s, st) in enumerate(zip(shp, _strides(shp))):
+        if s != 1:
+            terms.append(idx[d] if st == 1 else f"{idx[d]} * {st}")
+    return " + ".join(terms) if terms else "0"
+
+
 def _strides(shape):
     out, acc = [], 1
     for s in reversed(shape):
@@ -334,15 +345,7 @@ class StageEmitter:
             idx = [f"i{d}" for d in range(len(S))]
 
         def offset(shape):
-            if flat:
-                return "i"
-            shp = (1,) * (len(S) - len(cshape(shape))) + cshape(shape)
-            terms = []
-            for d, (s, st) in enumerate(zip(shp, _strides(shp))):
-                if s == 1:
-                    continue
-                terms.append(idx[d] if st == 1 else f"{idx[d]} * {st}")
-            return " + ".join(terms) if terms else "0"
+            return "i" if flat else _broadcast_offset(shape, len(S), idx)
 
         def read(v):
             if v in local:
@@ -365,7 +368,7 @@ class StageEmitter:
                         self.emit(f"{acc} = {fn}({acc}, {val})", depth)
                 else:
                     keep = self._keep_shape(e)
-                    target = f"{self.flat(e.out)}[{self._red_offset(keep, S, idx)}]"
+                    target = f"{self.flat(e.out)}[{_broadcast_offset(keep, len(S), idx)}]"
                     if op in ("sum", "mean"):
                         self.emit(f"{target} += {val}", depth)
                     else:
@@ -406,15 +409,6 @@ class StageEmitter:
         x = e.inputs[0].shape
         dim = e.params.get("dim")
         return tuple(1 if (dim is None or i in dim) else s for i, s in enumerate(x))
-
-    def _red_offset(self, keep, S, idx):
-        shp = (1,) * (len(S) - len(cshape(keep))) + cshape(keep)
-        terms = []
-        for d, (s, st) in enumerate(zip(shp, _strides(shp))):
-            if s == 1:
-                continue
-            terms.append(idx[d] if st == 1 else f"{idx[d]} * {st}")
-        return " + ".join(terms) if terms else "0"
 
     def _expr(self, e, args):
         if isinstance(e.prim, str):  # detach: identity at run time
