@@ -189,7 +189,7 @@ def info():
     except ImportError:
         print("numba not installed")
     try:
-        from numgrad.compiler import cache
+        from numgrad.compiler.codegen import cache
         print(f"kernel cache: {cache.cache_dir()}")
     except ImportError:
         pass
