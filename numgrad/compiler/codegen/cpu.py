@@ -24,10 +24,12 @@ import numpy as np
 
 from numgrad.compiler.codegen import cache as _cache
 
-# Elements per loop before prange pays. Measured with bench/parallel_threshold.py on this
-# shared 2-vCPU machine: 1.65x at 2^18 elements when quiet, slower than serial below
-# 2^16; on a loaded machine the thread pool can stall for milliseconds whatever the size.
-PARALLEL_MIN = 1 << 18
+# Work (elements x op weight) per loop before prange pays. bench/parallel_threshold.py on
+# this 2-vCPU machine, quiet: a 4-op loop breaks even at 2^16 elements (2^18 work), W2's
+# loop (3 transcendentals, weight ~29) already gains 1.5x at 2^12 (~2^17 work); on a
+# loaded machine the thread pool can stall for milliseconds whatever the size.
+PARALLEL_MIN_WORK = 1 << 17
+_HEAVY = ("exp(", "log(", "tanh(", "sigmoid(", "sin(", "cos(", "power(", "sqrt(")
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
 _REDUCTIONS = {"sum", "mean", "amax", "amin"}
@@ -186,6 +188,12 @@ def _literal(value, dtype):
     return f"np.{dtype.name}({v!r})"
 
 
+def _weight(e):
+    """Rough cost of one element of an equation, in simple-op units (for the prange cut)."""
+    lowering = None if isinstance(e.prim, str) else e.prim.lowering
+    return 8 if lowering and lowering.startswith(_HEAVY) else 1
+
+
 def _broadcast_offset(shape, rank, idx):
     """Flat index into a C-contiguous array of ``shape`` read at loop indices ``idx`` (one
     per dim of a rank-``rank`` loop nest), broadcasting size-1 and missing leading dims."""
@@ -305,7 +313,8 @@ class StageEmitter:
         full_reds = [e for e in reds if _size(e.out.shape) == 1]
         part_reds = [e for e in reds if _size(e.out.shape) != 1]
         only_sums = all(e.prim.name in ("sum", "mean") for e in reds)
-        par = (self.parallel and N >= PARALLEL_MIN and only_sums and
+        work = N * sum(_weight(e) for e in members)
+        par = (self.parallel and work >= PARALLEL_MIN_WORK and only_sums and
                (flat or not reds or all(0 not in (e.params.get("dim") or (0,))
                                          for e in part_reds) and not full_reds))
         # Allocations for materialized outputs and partial-reduction accumulators.
