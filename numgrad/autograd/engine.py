@@ -38,7 +38,8 @@ def _make_grads(outputs, grad_outputs, create_graph):
         if g is None:
             if out._requires_grad and out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = Tensor._make(np.ones(out.shape, out._data.dtype) if type(out._data) is np.ndarray
+            d = out._data
+            g = Tensor._make(_ones(d.shape, d.dtype) if type(d) is np.ndarray
                              else _ones_like_payload(out))
         else:
             if not isinstance(g, Tensor):
@@ -56,6 +57,20 @@ def _make_grads(outputs, grad_outputs, create_graph):
                 g = g.detach()
         grads.append(g)
     return grads
+
+
+_ONES = {}
+
+
+def _ones(shape, dtype):
+    # The implicit root gradient, shared per (shape, dtype) and never written to: the
+    # cache's own reference makes AccumulateGrad copy rather than steal it.
+    key = (shape, dtype)
+    a = _ONES.get(key)
+    if a is None:
+        a = _ONES[key] = np.ones(shape, dtype)
+        a.flags.writeable = False
+    return a
 
 
 def _ones_like_payload(out):
