@@ -1,0 +1,45 @@
+"""Cold compile vs warm start (new process, disk cache) for W2's call + backward.
+
+Run: python bench/warm_start.py
+Runs a tiny W2 script three times in fresh processes sharing one empty kernel
+cache: the first run traces and compiles, the next ones load from disk. Prints
+the time from after `import numgrad` to the first result, for each run.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+
+SCRIPT = r"""
+import time
+t0 = time.perf_counter()
+import numgrad as ng
+t1 = time.perf_counter()
+def w2(x, y):
+    return (ng.tanh(x * y + ng.sin(x)) * ng.exp(-y * y)).sum()
+f = ng.jit(w2, parallel=PARALLEL)
+x = ng.randn(1000000, dtype=ng.float64, requires_grad=True)
+y = ng.randn(1000000, dtype=ng.float64, requires_grad=True)
+t2 = time.perf_counter()
+f(x, y).backward()
+t3 = time.perf_counter()
+print(f"import {t1 - t0:.2f}s, first result after import {t3 - t2:.2f}s, "
+      f"disk hits {f.stats.disk_hits}")
+"""
+
+
+def main():
+    for parallel in ("False", '"auto"'):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, NUMGRAD_CACHE_DIR=cache)
+            print(f"parallel={parallel}:")
+            for run in ("cold", "warm", "warm"):
+                out = subprocess.run([sys.executable, "-c", SCRIPT.replace("PARALLEL", parallel)],
+                                     env=env, capture_output=True, text=True, check=True)
+                print(f"  {run}: {out.stdout.strip()}")
+
+
+if __name__ == "__main__":
+    main()
