@@ -11,7 +11,6 @@ from __future__ import annotations
 import statistics
 import time
 
-import numpy as np
 
 import numgrad as ng
 from numgrad.compiler.codegen import cpu

@@ -19,17 +19,15 @@ from numgrad.ops import (neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid
                          amin, max, min, argmax, argmin, reshape, flatten, squeeze, unsqueeze,
                          permute, transpose, t, expand, broadcast_to, cat, stack, matmul,
                          divide, multiply, subtract, concatenate, concat)
-from numgrad import autograd, nn  # noqa: F401
+from numgrad import autograd, nn
 from numgrad.nn.functional import softmax, log_softmax, logsumexp
+from numgrad.errors import TracingError
 
 float = float32  # noqa: A001  (PyTorch spells the default float dtype this way too)
 double = float64
 long = int64
 
 __version__ = "0.1.0"
-
-
-from numgrad.errors import TracingError  # noqa: E402
 
 
 def __getattr__(name):

@@ -55,7 +55,8 @@ class _GradModeContext:
 
 
 class no_grad(_GradModeContext):
-    """Disable graph recording. ``with ng.no_grad(): y = x * 2`` gives ``y.requires_grad == False``."""
+    """Disable graph recording: ``with ng.no_grad(): y = x * 2`` gives
+    ``y.requires_grad == False``."""
 
     def _mode(self):
         return False

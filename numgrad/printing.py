@@ -16,11 +16,12 @@ def _float_formatter(a):
     ints = np.all(finite == np.round(finite))
     big, small = (absf.max(), nz.min()) if nz.size else (0.0, 0.0)
     if nz.size and (big / small > 1000 or big > 1e8 or small < 1e-4):
-        fmt = lambda v: f"{v:.4e}"
+        spec = "{:.4e}"
     elif ints:
-        fmt = lambda v: f"{v:.0f}."
+        spec = "{:.0f}."
     else:
-        fmt = lambda v: f"{v:.4f}"
+        spec = "{:.4f}"
+    fmt = spec.format
     # PyTorch's width: the widest finite magnitude, plus one if any value is negative
     # (-0.0 does not count); nan/inf are not padded.
     width = max(len(fmt(abs(v))) for v in finite) + (1 if (finite < 0).any() else 0)

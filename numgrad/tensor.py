@@ -16,7 +16,6 @@ from collections import OrderedDict
 import numpy as np
 
 from numgrad import dtypes as _dt
-from numgrad.grad_mode import is_grad_enabled
 
 
 class device:
@@ -350,7 +349,7 @@ class Tensor:
     def __bool__(self):
         a = self._concrete()
         if a.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(a.reshape(()).item())
 
     def __index__(self):

@@ -243,8 +243,7 @@ def second_order(lib, fn, arrays, vs, ws):
     first-order result always has a graph), then differentiates a random projection
     of it. Unused inputs give zeros. Returns a list of ndarrays: inputs then v's.
     """
-    mk = (lambda a: lib.tensor(a.copy(), requires_grad=a.dtype == np.float64))
-    xs = [mk(a) for a in arrays]
+    xs = [lib.tensor(a.copy(), requires_grad=a.dtype == np.float64) for a in arrays]
     float_idx = [i for i, a in enumerate(arrays) if a.dtype == np.float64]
     outs = [o for o in as_tuple(fn(lib, *xs)) if o.dtype == lib.float64]
     v_t = [lib.tensor(v.copy(), requires_grad=True) for v in vs]

@@ -19,7 +19,7 @@ import numpy as np
 
 from numgrad import ops as _ops
 from numgrad.autograd.graph import AccumulateGrad, edge_of
-from numgrad.grad_mode import is_grad_enabled, no_grad, set_grad_enabled, _set_enabled
+from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
 from numgrad.tensor import Tensor
 
 

@@ -30,7 +30,8 @@ def _contiguous(a):
 
 
 class Stats:
-    """Counters: ``traces``, ``compiles``, ``cache_hits`` (plan reuse), ``disk_hits``, ``kernels``."""
+    """Counters: ``traces``, ``compiles``, ``cache_hits`` (plan reuse), ``disk_hits``,
+    ``kernels``."""
 
     __slots__ = ("traces", "compiles", "cache_hits", "disk_hits", "kernels")
 
@@ -57,7 +58,8 @@ def _leaf_key(x):
 
 
 class CompiledFunction:
-    """What ``ng.jit(fn)`` returns: call it like ``fn``; inspect with ``trace``/``source``/``stats``."""
+    """What ``ng.jit(fn)`` returns: call it like ``fn``; inspect it with ``trace``,
+    ``source`` and ``stats``."""
 
     def __init__(self, fn, device=None, parallel="auto", fastmath=False, cache=True,
                  backend=None, remat=True, verbose=False, vector_math=None):

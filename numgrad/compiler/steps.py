@@ -7,7 +7,6 @@ gradient for the kernels after it, as in eager mode.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from numgrad.grad_mode import no_grad
 from numgrad.tensor import Tensor

@@ -22,7 +22,8 @@ def normalize_index(index, shape=None):
             if type(k._data) is not np.ndarray:
                 from numgrad.errors import TracingError, user_location
                 raise TracingError(
-                    f"indexing with a traced tensor {user_location()} gives a data-dependent shape or gather, "
+                    f"indexing with a traced tensor {user_location()} gives a data-dependent "
+                    "shape or gather, "
                     "which @ng.jit does not compile; use ng.where(mask, x, 0) for masks, or "
                     "pass the index as a NumPy array (a compile-time constant)")
             a = k._concrete()

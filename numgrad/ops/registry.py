@@ -39,7 +39,8 @@ errors are as precise as PyTorch's:
 - a param's name: the param.
 
 A rule returns that input's gradient (``None`` = zero), written in numgrad ops;
-a variadic primitive (``cat``) has a single rule returning one gradient per input, so the same rule gives the eager backward, the traced backward
+a variadic primitive (``cat``) has a single rule returning one gradient per input.
+So the same rule gives the eager backward, the traced backward
 and every higher order. Unbroadcasting and dtype casting back to the input are
 done once, by the node (``ops.dispatch.OpNode``), not in each rule.
 """

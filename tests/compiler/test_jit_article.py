@@ -306,7 +306,7 @@ def test_create_graph_backward_two_inputs_float64(mode):
     assert gx.requires_grad and gw.requires_grad
     x.grad = None
     w.grad = None
-    tgx, tgw = tx.grad, tw.grad
+    tgx = tx.grad
     tx.grad = None
     tw.grad = None
     (gx * gx).sum().backward()

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 

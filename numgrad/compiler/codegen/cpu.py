@@ -188,6 +188,12 @@ def _literal(value, dtype):
     return f"np.{dtype.name}({v!r})"
 
 
+def _nb_array_type(v):
+    """Numba's type string for a C-contiguous array of ``v``'s canonical shape."""
+    dims = [":"] * (len(cshape(v.shape)) - 1) + ["::1"]
+    return f"{_NB_TYPES[v.dtype.name]}[{', '.join(dims)}]"
+
+
 def _weight(e):
     """Rough cost of one element of an equation, in simple-op units (for the prange cut)."""
     lowering = None if isinstance(e.prim, str) else e.prim.lowering
@@ -272,8 +278,8 @@ class StageEmitter:
         ret = "(" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")"
         self.emit(f"return {ret}")
         eqn_lines = "\n".join(f"#   {e!r}" for e in st.eqns)
-        sig = "(" + ", ".join(f"{_NB_TYPES[v.dtype.name]}[{', '.join([':'] * (len(cshape(v.shape)) - 1) + ['::1'])}]"
-                              for v in st.inputs) + ("," if len(st.inputs) == 1 else "") + ")"
+        sig = "(" + ", ".join(_nb_array_type(v) for v in st.inputs) + (
+            "," if len(st.inputs) == 1 else "") + ")"
         head = (f"# stage {st.index}: fuses\n{eqn_lines}\n"
                 f"@njit({sig!r}, cache=True, parallel={self.uses_prange}, "
                 f"fastmath=FASTMATH, error_model='numpy')\n"
