@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from numgrad import ops as _ops
-from numgrad.autograd.graph import AccumulateGrad, edge_of
+from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
 from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
 from numgrad.tensor import Tensor
 
@@ -341,8 +341,13 @@ def _priority(node):
     return -(1 << 62) if isinstance(node, AccumulateGrad) else -node._seq
 
 
-def _run_hooks(node, nr, g):
-    hooks = node._hooks_for(nr)
+def run_tensor_hooks(node, nr, g, bypass=False):
+    """The tensor hooks (then ``retain_grad``) on output ``nr`` of ``node``, applied to ``g``.
+
+    ``bypass`` reads them past a node's own filter: a compiled backward hides the hooks it
+    runs itself (see ``compiler.autodiff.OutputHooks``) from the engine's pass.
+    """
+    hooks = Node._hooks_for(node, nr) if bypass else node._hooks_for(nr)
     if hooks:
         for hook in list(hooks.values()):
             r = hook(g)
@@ -355,11 +360,13 @@ def _run_hooks(node, nr, g):
                                        f"the size of value: expected {g.shape}, got {r.shape}")
                 g = r
     if node._retained is not None:
-        ref = node._retained.get(nr)
-        t = ref() if ref is not None else None
+        t = Node._retained_for(node, nr) if bypass else node._retained_for(nr)
         if t is not None:
             _accumulate_into(t, g, is_grad_enabled())
     return g
+
+
+_run_hooks = run_tensor_hooks
 
 
 # References to an unshared gradient array inside _accumulate_into: g._data, the local

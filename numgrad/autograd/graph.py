@@ -66,6 +66,10 @@ class Node:
     def _hooks_for(self, output_nr):
         return None if self._pre_hooks is None else self._pre_hooks.get(output_nr)
 
+    def _retained_for(self, output_nr):
+        ref = None if self._retained is None else self._retained.get(output_nr)
+        return None if ref is None else ref()
+
     def _retain_grad(self, tensor):
         if self._retained is None:
             self._retained = {}

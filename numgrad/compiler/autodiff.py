@@ -34,6 +34,7 @@ class Traced:
     aliases: dict = field(default_factory=dict)      # output position -> primal position
     out_fn_names: list = field(default_factory=list)  # eager grad_fn name of each output
     bumps: dict = field(default_factory=dict)        # primal position -> in-place op count
+    probed: set = field(default_factory=set)         # backward slots whose hooks run inside
 
 
 def trace(fn, args, kwargs, grad_enabled, name=None):
@@ -78,11 +79,12 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
                 leaf_hooks.append((i, list(t._hooks.values())))
                 t._hooks = None  # run by the real engine on the real input, not in the trace
         n_fwd = len(graph.eqns)
-        grads, cot_of = [None] * n_primals, []
+        grads, cot_of, probed = [None] * n_primals, [], set()
         if grad_enabled:
             req_out = [j for j, leaf in enumerate(out_leaves) if leaf.requires_grad]
             req_in = [i for i, t in enumerate(inputs) if t.requires_grad and t.grad_fn is None]
             if req_out and req_in:
+                probed = _probe_outputs_used_inside(graph, n_fwd, outs, out_leaves, req_out)
                 cts = [Tensor._make(tracer.new_input(outs[j].shape, outs[j].dtype))
                        for j in req_out]
                 gs = engine.grad([out_leaves[j] for j in req_out], [inputs[i] for i in req_in],
@@ -93,7 +95,37 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
     finally:
         tracer.active = False
     return Traced(graph, n_primals, n_fwd, outs, out_tree, out_req, grads, cot_of, writebacks,
-                  leaf_hooks, aliases, out_names, bumps)
+                  leaf_hooks, aliases, out_names, bumps, probed)
+
+
+class OutputHooks:
+    """Runs, inside the compiled backward, the hooks and ``retain_grad`` that the caller put
+    on an output the function also used itself: only there is its whole gradient (the
+    caller's cotangent plus what flows back from the function's own uses) known."""
+
+    __name__ = "output_hooks"
+
+    def __init__(self, slot):
+        self.slot = slot
+
+    def __call__(self, g):
+        from numgrad.compiler.runtime import active_backward_node
+        node = active_backward_node()
+        if node is None:
+            return None
+        from numgrad.autograd.engine import run_tensor_hooks
+        return run_tensor_hooks(node, self.slot, g, bypass=True)
+
+
+def _probe_outputs_used_inside(graph, n_fwd, outs, out_leaves, req_out):
+    read = {v for e in graph.eqns[:n_fwd] for v in e.inputs}
+    probed = set()
+    for k, j in enumerate(req_out):
+        t = out_leaves[j]
+        if outs[j] in read and t.grad_fn is not None:
+            t.register_hook(OutputHooks(k))
+            probed.add(k)
+    return probed
 
 
 _CHEAP = {"detach", "expand", "reshape", "to_dtype"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 
 import numpy as np
@@ -279,6 +280,14 @@ class Plan:
         return backward_of
 
 
+_active = threading.local()
+
+
+def active_backward_node():
+    """The CompiledFunctionBackward whose program is running on this thread, if any."""
+    return getattr(_active, "node", None)
+
+
 class CompiledFunctionBackward(Node):
     """The backward of one compiled call; runs the compiled backward program."""
 
@@ -300,6 +309,19 @@ class CompiledFunctionBackward(Node):
     @property
     def num_outputs(self):
         return len(self._plan.traced.cotangent_of)
+
+    # Outputs the function also used itself have their hooks run inside the backward
+    # program (where their whole gradient is known), so the engine must not run them.
+    # NOTE: under create_graph the differentiable backward re-traces the function and
+    # the engine runs them as usual, on the caller's gradient alone.
+    def _runs_own_hooks(self, output_nr):
+        return output_nr in self._plan.traced.probed and not is_grad_enabled()
+
+    def _hooks_for(self, output_nr):
+        return None if self._runs_own_hooks(output_nr) else Node._hooks_for(self, output_nr)
+
+    def _retained_for(self, output_nr):
+        return None if self._runs_own_hooks(output_nr) else Node._retained_for(self, output_nr)
 
     def watch_outputs(self, outs):
         # Eager mode saves these outputs; so the error names the op eager would name.
@@ -343,7 +365,12 @@ class CompiledFunctionBackward(Node):
         cts = []
         for g, v in zip(grads, plan.cot_vars):
             cts.append(np.zeros(v.shape, v.dtype) if g is None else g._data)
-        res = plan.bwd(self._arrays + self._saved + cts)
+        prev = getattr(_active, "node", None)
+        _active.node = self
+        try:
+            res = plan.bwd(self._arrays + self._saved + cts)
+        finally:
+            _active.node = prev
         for i, r in zip(plan.grad_pos, res):
             result[i] = Tensor._make(np.asarray(r))
         return result

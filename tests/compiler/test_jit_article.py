@@ -191,13 +191,6 @@ def test_clone_stays_in_graph_and_is_not_a_leaf(mode):
                for m in w), [str(m.message) for m in w]
 
 
-OUTPUT_USED_INSIDE = (
-    "runtime.Plan/CompiledFunctionBackward: an output that is also consumed inside the "
-    "compiled fn only receives its external cotangent; the in-graph gradient reaching it is "
-    "never exposed, so retain_grad()/hooks on that output differ from eager")
-
-
-@pytest.mark.xfail(reason=OUTPUT_USED_INSIDE, strict=True)
 @pytest.mark.parametrize("mode", COMPILED)
 def test_clone_output_retain_grad(mode):
     x = ng.ones(10, requires_grad=True)
@@ -214,7 +207,6 @@ def test_clone_output_retain_grad(mode):
     assert_close(x.grad, tx.grad)
 
 
-@pytest.mark.xfail(reason=OUTPUT_USED_INSIDE, strict=True)
 @pytest.mark.parametrize("mode", COMPILED)
 def test_hook_on_output_also_used_inside_sees_total_gradient(mode):
     seen, tseen = [], []
