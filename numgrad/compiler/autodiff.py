@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from numgrad.autograd import engine
+from numgrad.autograd.graph import Node
 from numgrad.compiler import pytree
 from numgrad.compiler.ir import Graph
 from numgrad.compiler.tracer import Tracer, TracingError
@@ -32,6 +33,10 @@ class Traced:
     writebacks: list = field(default_factory=list)   # (primal position, Var)
     leaf_hooks: list = field(default_factory=list)   # (primal position, [hooks])
     aliases: dict = field(default_factory=dict)      # output position -> primal position
+    n_visible: int = 0                               # outputs the function returned; after
+    hidden: list = field(default_factory=list)       # them, (output, primal) new values of
+    #                                                  inputs modified in place, whose history
+    #                                                  the caller's tensor takes over
     out_fn_names: list = field(default_factory=list)  # eager grad_fn name of each output
     bumps: dict = field(default_factory=dict)        # primal position -> in-place op count
     probed: set = field(default_factory=set)         # backward slots whose hooks run inside
@@ -40,7 +45,7 @@ class Traced:
 def trace(fn, args, kwargs, grad_enabled, name=None):
     tree, leaves = pytree.flatten((tuple(args), dict(kwargs)))
     tracer = Tracer(name or getattr(fn, "__name__", "fn"))
-    inputs = []
+    inputs, wrt = [], []
     new_leaves = []
     for leaf in leaves:
         if isinstance(leaf, Tensor):
@@ -48,7 +53,13 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
             v.requires_grad = leaf.requires_grad
             t = Tensor._make(v)
             t._requires_grad = leaf.requires_grad
+            if leaf.grad_fn is not None:
+                # A non-leaf input stays a non-leaf inside, so in-place ops on it are allowed
+                # as in eager mode; gradients are taken at this entry edge (kept in `wrt`
+                # even if an in-place op moves `t` on).
+                t.grad_fn = TracedInput()
             inputs.append(t)
+            wrt.append(Tensor._make(v, t.grad_fn, t._vc) if t.grad_fn is not None else t)
             new_leaves.append(t)
         else:
             new_leaves.append(leaf)
@@ -72,6 +83,16 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
         graph = tracer.graph
         n_primals = len(graph.inputs)
         writebacks = [(i, t._data) for i, t in enumerate(inputs) if t._data is not originals[i]]
+        n_visible, hidden = len(out_leaves), []
+        if grad_enabled:
+            for i, _ in writebacks:
+                t = inputs[i]
+                if t.requires_grad and t.grad_fn is not None:
+                    hidden.append((len(out_leaves), i))
+                    out_leaves.append(t)
+                    outs.append(tracer.var_of(t._data))
+                    out_req.append(True)
+                    out_names.append(t.grad_fn.name())
         bumps = {i: t._vc.value for i, t in enumerate(inputs) if t._vc.value}
         leaf_hooks = []
         for i, t in enumerate(inputs):
@@ -82,12 +103,12 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
         grads, cot_of, probed = [None] * n_primals, [], set()
         if grad_enabled:
             req_out = [j for j, leaf in enumerate(out_leaves) if leaf.requires_grad]
-            req_in = [i for i, t in enumerate(inputs) if t.requires_grad and t.grad_fn is None]
+            req_in = [i for i, t in enumerate(inputs) if t.requires_grad]
             if req_out and req_in:
                 probed = _probe_outputs_used_inside(graph, n_fwd, outs, out_leaves, req_out)
                 cts = [Tensor._make(tracer.new_input(outs[j].shape, outs[j].dtype))
                        for j in req_out]
-                gs = engine.grad([out_leaves[j] for j in req_out], [inputs[i] for i in req_in],
+                gs = engine.grad([out_leaves[j] for j in req_out], [wrt[i] for i in req_in],
                                  grad_outputs=cts, retain_graph=True, allow_unused=True)
                 for i, g in zip(req_in, gs):
                     grads[i] = None if g is None else tracer.var_of(g._data)
@@ -95,7 +116,18 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
     finally:
         tracer.active = False
     return Traced(graph, n_primals, n_fwd, outs, out_tree, out_req, grads, cot_of, writebacks,
-                  leaf_hooks, aliases, out_names, bumps, probed)
+                  leaf_hooks, aliases, n_visible, hidden, out_names, bumps, probed)
+
+
+class TracedInput(Node):
+    """Where a non-leaf input enters a trace: the backward stops here (the compiled node's
+    own edges lead on to the input's real history)."""
+
+    def name(self):
+        return "TracedInput"
+
+    def apply(self, grads):
+        return []
 
 
 class OutputHooks:

@@ -226,13 +226,18 @@ class Plan:
             saved = res[n_out:n_out + self.n_saved]
             node = CompiledFunctionBackward(self, tensors, arrays, saved)
         out_tensors = []
-        for arr, alias, k in zip(outs, self._out_alias, self._out_slot):
+        for arr, alias, k in zip(outs[:tr.n_visible], self._out_alias, self._out_slot):
             if alias is not None:
                 out_tensors.append(tensors[alias])
             elif node is not None and k is not None:
                 out_tensors.append(Tensor._make(arr, node, None, k))
             else:
                 out_tensors.append(Tensor._make(arr))
+        for j, i in tr.hidden:
+            # The caller's tensor now holds the in-place result: it takes over that history.
+            t = tensors[i]
+            t.grad_fn, t._output_nr, t._requires_grad = node, self._out_slot[j], True
+            out_tensors.append(t)
         if node is not None and self.check_outputs:
             node.watch_outputs([(out_tensors[j], tr.out_fn_names[j]) for j in self.check_outputs])
         for i, hooks in tr.leaf_hooks:
@@ -240,7 +245,7 @@ class Plan:
                 tensors[i].register_hook(h)
         if self.out_tree is pytree.LEAF:
             return out_tensors[0]
-        return pytree.unflatten(self.out_tree, out_tensors)
+        return pytree.unflatten(self.out_tree, out_tensors[:tr.n_visible])
 
     # ------------------------------------------------- create_graph support
     def differentiable_backward(self, tensors, grads):
@@ -263,17 +268,21 @@ class Plan:
     def _make_bwd_fn(self):
         fn, tree, template = self.owner.fn, self.tree, list(self.leaves_template)
         pos, n_t = self.tensor_pos, len(self.tensor_pos)
-        cot_of, grad_pos = self.traced.cotangent_of, self.grad_pos
+        cot_of, grad_pos, hidden = self.traced.cotangent_of, self.grad_pos, self.traced.hidden
 
         def backward_of(*ts_and_cts):
             from numgrad.autograd import engine
             ts, cts = ts_and_cts[:n_t], ts_and_cts[n_t:]
+            # Gradients are taken where the inputs enter, even if fn modifies them in place.
+            wrt = [Tensor._make(t._data, t.grad_fn, t._vc, t._output_nr)
+                   if t.grad_fn is not None else t for t in ts]
             leaves = list(template)
             for p, t in zip(pos, ts):
                 leaves[p] = t
             a, k = pytree.unflatten(tree, leaves)
             _, out_leaves = pytree.flatten(fn(*a, **k))
-            return tuple(engine.grad([out_leaves[j] for j in cot_of], [ts[i] for i in grad_pos],
+            out_leaves = list(out_leaves) + [ts[i] for _, i in hidden]
+            return tuple(engine.grad([out_leaves[j] for j in cot_of], [wrt[i] for i in grad_pos],
                                      grad_outputs=list(cts), create_graph=True,
                                      materialize_grads=True))
         backward_of.__name__ = f"{getattr(fn, '__name__', 'fn')}_backward"

@@ -373,12 +373,6 @@ def _inplace_nonleaf(h):
 INPLACE_NONLEAF = jits(_inplace_nonleaf)
 
 
-NONLEAF_INPUT = ("autodiff.trace: traced inputs are fresh leaves, so an in-place op on a "
-                 "non-leaf input that requires grad raises 'a leaf Variable that requires grad "
-                 "is being used in an in-place operation' (eager allows it)")
-
-
-@pytest.mark.xfail(reason=NONLEAF_INPUT, strict=True)
 @pytest.mark.parametrize("mode", COMPILED)
 def test_inplace_on_non_leaf_input_gradient(mode):
     x, tx = pair(X_DATA)
@@ -393,7 +387,6 @@ def test_inplace_on_non_leaf_input_gradient(mode):
     assert_close(x.grad, tx.grad)
 
 
-@pytest.mark.xfail(reason=NONLEAF_INPUT, strict=True)
 @pytest.mark.parametrize("mode", COMPILED)
 def test_inplace_on_non_leaf_input_rewrites_its_history(mode):
     x, tx = pair(X_DATA)
