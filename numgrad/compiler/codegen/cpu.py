@@ -29,6 +29,10 @@ from numgrad.compiler.codegen import cache as _cache
 # loop (3 transcendentals, weight ~29) already gains 1.5x at 2^12 (~2^17 work); on a
 # loaded machine the thread pool can stall for milliseconds whatever the size.
 PARALLEL_MIN_WORK = 1 << 17
+# Numba's parfors compile time grows much faster than the loop body: W4's fused
+# 100-step chain (~600 statements) took 9-13 s to compile with prange, under 2 s without.
+# Bodies longer than this stay serial.
+PARALLEL_MAX_BODY = 64
 _HEAVY = ("exp(", "log(", "tanh(", "sigmoid(", "sin(", "cos(", "power(", "sqrt(")
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
@@ -321,6 +325,7 @@ class StageEmitter:
         only_sums = all(e.prim.name in ("sum", "mean") for e in reds)
         work = N * sum(_weight(e) for e in members)
         par = (self.parallel and work >= PARALLEL_MIN_WORK and only_sums and
+               len(members) <= PARALLEL_MAX_BODY and
                (flat or not reds or all(0 not in (e.params.get("dim") or (0,))
                                          for e in part_reds) and not full_reds))
         # Allocations for materialized outputs and partial-reduction accumulators.
