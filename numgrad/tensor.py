@@ -277,9 +277,12 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``; see ``ng.autograd.backward``."""
-        from numgrad.autograd import engine
-        engine.backward((self,), None if gradient is None else (gradient,), retain_graph,
-                        create_graph, inputs)
+        engine = _engine()
+        if gradient is None and inputs is None and not create_graph:
+            engine.backward_scalar(self, retain_graph)
+        else:
+            engine.backward((self,), None if gradient is None else (gradient,), retain_graph,
+                            create_graph, inputs)
 
     def detach(self):
         """A tensor sharing storage and version counter, outside the graph."""
@@ -373,6 +376,18 @@ class Tensor:
         return (_rebuild, (self.detach().numpy().copy(), self._requires_grad))
 
     __str__ = __repr__
+
+
+def _engine():
+    # Imported on first use (autograd builds on tensor), then kept: backward() is hot.
+    global _ENGINE
+    if _ENGINE is None:
+        from numgrad.autograd import engine
+        _ENGINE = engine
+    return _ENGINE
+
+
+_ENGINE = None
 
 
 def _rebuild(array, requires_grad):

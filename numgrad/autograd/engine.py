@@ -125,6 +125,16 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             _accumulate_into(t, g, create_graph)
 
 
+def backward_scalar(t, retain_graph=None):
+    """``t.backward()`` with no arguments: the common call, with less bookkeeping."""
+    node = t.grad_fn
+    d = t._data
+    if node is None or type(d) is not np.ndarray or d.size != 1 or not _one_step(node):
+        return backward((t,), None, retain_graph, False, None)
+    _execute_one_step((node, t._output_nr), Tensor._make(_ones(d.shape, d.dtype)),
+                      bool(retain_graph), False, True)
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False):
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).

@@ -371,17 +371,21 @@ class CompiledFunctionBackward(Node):
             for i, g in zip(plan.grad_pos, gs):
                 result[i] = g
             return result
-        cts = []
+        args = self._arrays + self._saved
         for g, v in zip(grads, plan.cot_vars):
-            cts.append(np.zeros(v.shape, v.dtype) if g is None else g._data)
-        prev = getattr(_active, "node", None)
-        _active.node = self
-        try:
-            res = plan.bwd(self._arrays + self._saved + cts)
-        finally:
-            _active.node = prev
+            args.append(np.zeros(v.shape, v.dtype) if g is None else g._data)
+        if plan.traced.probed:  # output hooks run inside the program: tell them whose
+            prev = getattr(_active, "node", None)
+            _active.node = self
+            try:
+                res = plan.bwd(args)
+            finally:
+                _active.node = prev
+        else:
+            res = plan.bwd(args)
+        make = Tensor._make
         for i, r in zip(plan.grad_pos, res):
-            result[i] = Tensor._make(np.asarray(r))
+            result[i] = make(r)
         return result
 
     def _release(self):
