@@ -5,8 +5,6 @@ is part of a compiled function's cache key.
 """
 from __future__ import annotations
 
-from numgrad.tensor import Tensor
-
 
 class TreeDef:
     __slots__ = ("kind", "meta", "children", "_hash")
@@ -67,6 +65,3 @@ def _build(tree, it):
         return t(*kids) if hasattr(t, "_fields") else t(kids)
     return dict(zip(tree.meta, kids))
 
-
-def is_tensor(x):
-    return isinstance(x, Tensor)

@@ -73,8 +73,6 @@ class Tracer:
         if prim.lowering is None:
             raise TracingError(f"op '{prim.name}' has no lowering, so @ng.jit cannot compile it "
                                f"({where_in_user_code()}); call it outside the jitted function")
-        if prim.name == "getitem" or prim.name in ("index_add", "index_put"):
-            _check_static_index(params.get("index", ()))
         ins = [self.var_of(d) for d in datas]
         shape, dtype = self.abstract(prim, ins, params)
         out = self._new(shape, dtype)
@@ -136,10 +134,3 @@ class _TracedHook:
 
 def _param_key(params):
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
-
-
-def _check_static_index(index):
-    for k in index if isinstance(index, tuple) else (index,):
-        if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim > 0:
-            # A constant mask is fine (its count is known); it arrives here as an array.
-            continue

@@ -44,10 +44,6 @@ def _reduce_abstract(dtype_rule):
     return lambda x, dim, keepdim: (reduced_shape(x.shape, dim, keepdim), dtype_rule(x.dtype))
 
 
-def _axis(dim):
-    return dim  # NumPy's axis takes the same tuple-or-None
-
-
 def _sum_dtype(d):
     return np.dtype(np.int64) if d.kind in "biu" else d
 

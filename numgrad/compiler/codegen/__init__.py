@@ -15,4 +15,7 @@ def get_backend(name):
     if name == "cpu":
         from numgrad.compiler.codegen import cpu
         return cpu
+    if name == "cuda":
+        raise NotImplementedError("numgrad's CUDA backend is not built yet (a later stage); "
+                                  "use ng.jit(fn) or device='cpu'")
     raise ValueError(f"unknown backend {name!r}; expected 'cpu' or 'numpy'")
