@@ -310,6 +310,9 @@ def _one_step(node):
     """A root whose inputs are all distinct leaves (a compiled call's usual shape)."""
     if type(node) is AccumulateGrad:
         return False
+    nf = node.next_functions
+    if len(nf) == 1:
+        return nf[0][0] is None or type(nf[0][0]) is AccumulateGrad
     seen = set()
     for child, _ in node.next_functions:
         if child is None:

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from numgrad.autograd.graph import Node, edge_of, describe, _FREED
+from numgrad.autograd.graph import Node, edge_of, describe, _FREED, _sequence
 from numgrad.compiler import autodiff, pytree
 from numgrad.compiler.codegen import get_backend
 from numgrad.compiler.passes import optimize
@@ -198,6 +198,12 @@ class Plan:
         self._out_slot = [slot.get(j) for j in range(self.n_out)]
         if not self.grad:
             self.check_outputs = []
+        # Slot of the single output when run() may take its short path, else None.
+        self._one_output = None
+        if (self.out_tree is pytree.LEAF and self.n_out == 1 and not tr.aliases
+                and not tr.writebacks and not tr.leaf_hooks and not self.check_outputs
+                and (not self.grad or self._out_slot[0] is not None)):
+            self._one_output = self._out_slot[0] if self.grad else 0
         if verbose:
             print(f"[numgrad.jit] {name}: traced and compiled {len(programs)} program(s), "
                   f"{stats.kernels} kernel(s) in {time.perf_counter() - t0:.2f}s")
@@ -206,6 +212,15 @@ class Plan:
         return "\n\n".join(p.source for p in self.programs)
 
     def run(self, leaves):
+        if self._one_output is not None:
+            # The usual shape of a call: tensors in, one tensor out, nothing written back.
+            tensors = [leaves[i] for i in self.tensor_pos]
+            arrays = [_contiguous(t._data) for t in tensors]
+            res = self.fwd(arrays)
+            if not self.grad:
+                return Tensor._make(res[0])
+            node = CompiledFunctionBackward(self, tensors, arrays, res[1:1 + self.n_saved])
+            return Tensor._make(res[0], node, None, self._one_output)
         tensors = [leaves[i] for i in self.tensor_pos]
         arrays = [_contiguous(t._data) for t in tensors]
         tr = self.traced
@@ -303,7 +318,12 @@ class CompiledFunctionBackward(Node):
     __slots__ = ("_plan", "_tensors", "_arrays", "_saved", "_versions", "_outs", "_freed")
 
     def __init__(self, plan, tensors, arrays, saved):
-        super().__init__(tuple(edge_of(t) for t in tensors))
+        # Node.__init__, inlined: one of these is made per compiled call.
+        self.next_functions = tuple([(t.grad_fn, t._output_nr) if t.grad_fn is not None
+                                     else edge_of(t) for t in tensors])
+        self._seq = next(_sequence)
+        self._pre_hooks = None
+        self._retained = None
         self._plan = plan
         self._tensors = tensors
         self._arrays = arrays
