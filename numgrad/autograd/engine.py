@@ -300,7 +300,8 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                     cbuf[cnr] = g if cbuf[cnr] is None else _add(cbuf[cnr], g)
                 deps[child] = left - 1
                 if left == 1:
-                    push(ready, (_priority(child), child._seq, child))
+                    seq = child._seq
+                    push(ready, (_ACC_FIRST if type(child) is AccumulateGrad else -seq, seq, child))
     finally:
         _set_enabled(prev)
     return captured
@@ -349,9 +350,12 @@ def _execute_one_step(root, g, retain_graph, create_graph, accumulate):
     return {}
 
 
+# AccumulateGrad runs first (PyTorch gives it the highest sequence number), then newest first.
+_ACC_FIRST = -(1 << 62)
+
+
 def _priority(node):
-    # AccumulateGrad first (PyTorch gives it the highest sequence number), then newest first.
-    return -(1 << 62) if isinstance(node, AccumulateGrad) else -node._seq
+    return _ACC_FIRST if type(node) is AccumulateGrad else -node._seq
 
 
 def run_tensor_hooks(node, nr, g, bypass=False):

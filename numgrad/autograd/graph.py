@@ -51,9 +51,7 @@ class Node:
     def __call__(self, *grads):
         return self.apply(list(grads))
 
-    @property
-    def num_outputs(self):
-        return 1
+    num_outputs = 1  # a class attribute, not a property: the engine reads it per node
 
     def _release(self):
         """Free saved tensors after a backward without ``retain_graph``."""

@@ -75,14 +75,31 @@ clone.defvjp(lambda g: g)
 to_dtype.defvjp(lambda g: g)  # the node casts back to the input's dtype
 
 
+def _np_pow_scalar_grad(dy, x, exponent):
+    p = np.asarray(exponent, x.dtype)
+    if exponent == 0:
+        return dy * np.zeros_like(x)  # zeros (not 0 * x**-1, which is nan at 0)
+    if exponent == 1:
+        return dy * np.ones_like(x)
+    return dy * (x * p) if exponent == 2 else dy * (p * np.power(x, p - 1))
+
+
+# g * p * x**(p-1) as one primitive: the backward of every `x ** p` is a single node
+# instead of three (the article's example spends half its eager time in backward).
+pow_scalar_grad = defop("pow_scalar_grad", inputs=("dy", "x"), params=("exponent",),
+                        node="PowBackward0Backward0", impl=_np_pow_scalar_grad, kind=E,
+                        lowering="pow_scalar_grad({0}, {1}, {exponent})")
+pow_scalar_grad.defvjp(
+    lambda g, x, exponent: pow_scalar_grad(g, x, exponent=exponent),  # linear in dy
+    lambda g, dy, x, exponent: pow_scalar_grad(g * dy, x, exponent=exponent - 1) * exponent)
+
+
 def _pow_scalar_vjp(g, x, exponent):
     if exponent == 0:
         return g * 0
     if exponent == 1:
         return g
-    if exponent == 2:
-        return g * (x * 2)
-    return g * (pow_scalar(x, exponent=exponent - 1) * exponent)
+    return pow_scalar_grad(g, x, exponent=exponent)
 
 
 pow_scalar.defvjp(_pow_scalar_vjp)

@@ -455,6 +455,18 @@ class StageEmitter:
             if p == -1:
                 return f"({_literal(1, dt)} / {x})"
             return f"power({x}, {_literal(p, dt)})"
+        if name == "pow_scalar_grad":  # dy * p * x**(p-1)
+            p = e.params["exponent"]
+            dy, x = args
+            if p == 0:
+                return f"({dy} * {_literal(0, dt)})"
+            if p == 1:
+                return dy
+            if p == 2:
+                return f"({dy} * ({x} * {_literal(2, dt)}))"
+            if p == 3:
+                return f"({dy} * ({x} * {x} * {_literal(3, dt)}))"
+            return f"({dy} * ({_literal(p, dt)} * power({x}, {_literal(p - 1, dt)})))"
         if name == "clamp":
             lo, hi = e.params["min"], e.params["max"]
             x = args[0]
