@@ -89,16 +89,22 @@ def _np_pow_scalar_grad(dy, x, exponent):
 pow_scalar_grad = defop("pow_scalar_grad", inputs=("dy", "x"), params=("exponent",),
                         node="PowBackward0Backward0", impl=_np_pow_scalar_grad, kind=E,
                         lowering="pow_scalar_grad({0}, {1}, {exponent})")
+def _pow_scalar_grad_x_vjp(g, dy, x, exponent):
+    # d/dx (dy * p * x**(p-1)) = p * (dy * (p-1) * x**(p-2)); zero (not 0 * inf) for p = 0.
+    if exponent == 0:
+        return pow_scalar_grad(g * dy, x, exponent=0)
+    return pow_scalar_grad(g * dy, x, exponent=exponent - 1) * exponent
+
+
 pow_scalar_grad.defvjp(
     lambda g, x, exponent: pow_scalar_grad(g, x, exponent=exponent),  # linear in dy
-    lambda g, dy, x, exponent: pow_scalar_grad(g * dy, x, exponent=exponent - 1) * exponent)
+    _pow_scalar_grad_x_vjp)
 
 
 def _pow_scalar_vjp(g, x, exponent):
     if exponent == 0:
-        return g * 0
-    if exponent == 1:
-        return g
+        return g * 0  # PyTorch: a constant zero gradient, with no graph behind it
+    # Through x even for p = 1, so the result stays differentiable in x, as in PyTorch.
     return pow_scalar_grad(g, x, exponent=exponent)
 
 
