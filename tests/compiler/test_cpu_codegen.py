@@ -71,3 +71,26 @@ def test_kitchen_sink_source_is_fused():
     # Far fewer loops than equations: elementwise chains share loops.
     graph = SINK["float64"].trace(*_inputs("float64"))
     assert src.count("for i") < len(graph.eqns) / 2
+
+
+def long_chain(x):
+    for _ in range(40):  # ~120 fused statements: over PARALLEL_INLINE_MAX_BODY
+        x = ng.tanh(x) * 1.01 + 0.01
+    return x.sum()
+
+
+def test_long_parallel_loop_runs_in_chunks_and_matches_eager():
+    from numgrad.compiler.codegen import cpu
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal(4096)
+    f = ng.jit(long_chain)
+    xc = ng.tensor(data, requires_grad=True)
+    xe = ng.tensor(data, requires_grad=True)
+    rc, re_ = f(xc), long_chain(xe)
+    src = f.source(xc)
+    assert cpu.PARALLEL_INLINE_MAX_BODY < 120
+    assert "prange(" in src and "_g0(lo, hi" in src  # the body went into a chunk function
+    np.testing.assert_allclose(rc.item(), re_.item(), rtol=1e-10)
+    rc.backward()
+    re_.backward()
+    np.testing.assert_allclose(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-10, atol=1e-12)

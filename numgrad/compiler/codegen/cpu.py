@@ -19,6 +19,7 @@ LLVM sees fixed-trip-count loops it can vectorise. 0-d values are kept as
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -29,10 +30,10 @@ from numgrad.compiler.codegen import cache as _cache
 # loop (3 transcendentals, weight ~29) already gains 1.5x at 2^12 (~2^17 work); on a
 # loaded machine the thread pool can stall for milliseconds whatever the size.
 PARALLEL_MIN_WORK = 1 << 17
-# Numba's parfors compile time grows much faster than the loop body: W4's fused
-# 100-step chain (~600 statements) took 9-13 s to compile with prange, under 2 s without.
-# Bodies longer than this stay serial.
-PARALLEL_MAX_BODY = 64
+# Numba's parfors compile time explodes on long loop bodies (W4's ~600-statement fused
+# chain: 9-13 s). Longer bodies go into a serial chunk function that a tiny prange loop
+# calls (2.7 s); short ones stay inline, which runs faster (W2: 2.0x vs 1.3x on 2 threads).
+PARALLEL_INLINE_MAX_BODY = 64
 _HEAVY = ("exp(", "log(", "tanh(", "sigmoid(", "sin(", "cos(", "power(", "sqrt(")
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
@@ -229,6 +230,7 @@ class StageEmitter:
         self.graph = graph
         self.parallel = parallel
         self.lines = []
+        self.helpers = []   # chunk functions of parallel loops, emitted before the stage
         self.materialized = set(stage.inputs)
         self.uses_prange = False
 
@@ -288,7 +290,8 @@ class StageEmitter:
                 f"@njit({sig!r}, cache=True, parallel={self.uses_prange}, "
                 f"fastmath=FASTMATH, error_model='numpy')\n"
                 f"def {fname}({args}):")
-        return head + "\n" + "\n".join(self.lines) + "\n"
+        helpers = "".join(h + "\n\n" for h in self.helpers)
+        return helpers + head + "\n" + "\n".join(self.lines) + "\n"
 
     # ---------------------------------------------------------- standalone
     def emit_standalone(self, e):
@@ -325,7 +328,6 @@ class StageEmitter:
         only_sums = all(e.prim.name in ("sum", "mean") for e in reds)
         work = N * sum(_weight(e) for e in members)
         par = (self.parallel and work >= PARALLEL_MIN_WORK and only_sums and
-               len(members) <= PARALLEL_MAX_BODY and
                (flat or not reds or all(0 not in (e.params.get("dim") or (0,))
                                          for e in part_reds) and not full_reds))
         # Allocations for materialized outputs and partial-reduction accumulators.
@@ -351,16 +353,23 @@ class StageEmitter:
                 elif _size(v.shape) == 1:
                     hoisted[v] = f"s_{v.name}"
                     self.emit(f"s_{v.name} = {self.flat(v)}[0]")
-        rng = "prange" if par else "range"
         self.uses_prange |= par
+        chunked = par and len(members) > PARALLEL_INLINE_MAX_BODY
+        if chunked:
+            # The body goes into its own serial function over a range of the outer index;
+            # prange then only runs chunks of it (see PARALLEL_INLINE_MAX_BODY).
+            outer_lines, self.lines = self.lines, []
         depth = 1
+        outer = S[0] if not flat else N
+        first = ("range(lo, hi)" if chunked else
+                 f"prange({outer})" if par else f"range({outer})")
         if flat:
-            self.emit(f"for i in {rng}({N}):")
+            self.emit(f"for i in {first}:")
             depth = 2
             idx = ["i"]
         else:
             for d, s in enumerate(S):
-                self.emit(f"for i{d} in {rng if d == 0 else 'range'}({s}):", depth)
+                self.emit(f"for i{d} in {first if d == 0 else f'range({s})'}:", depth)
                 depth += 1
             idx = [f"i{d}" for d in range(len(S))]
 
@@ -401,6 +410,8 @@ class StageEmitter:
             local[e.out] = t
             if e.out in self.needed_outside:
                 self.emit(f"{self.flat(e.out)}[{offset(e.out.shape)}] = {t}", depth)
+        if chunked:
+            self._emit_chunked(outer_lines, full_reds, outer)
         # Finish reductions.
         for e in full_reds:
             acc = f"acc_{e.out.name}"
@@ -415,6 +426,31 @@ class StageEmitter:
                 self.emit(f"{self.flat(e.out)} /= {_literal(cnt, e.out.dtype)}")
         for v in produced:
             self.materialized.add(v)
+
+    def _emit_chunked(self, outer_lines, full_reds, outer):
+        body, self.lines = self.lines, outer_lines
+        accs = [f"acc_{e.out.name}" for e in full_reds]
+        text = "\n".join(body)
+        params = sorted(set(re.findall(r"\b[fs]_[a-z]+\b", text)))
+        name = f"KERNEL_NAME_g{len(self.helpers)}"
+        head = [f"@njit(cache=True, fastmath=FASTMATH, error_model='numpy')",
+                f"def {name}(lo, hi{''.join(', ' + p for p in params)}):"]
+        head += [f"    {a} = {self._red_init(e)}" for a, e in zip(accs, full_reds)]
+        tail = [f"    return ({', '.join(accs)},)" if accs else "    return 0"]
+        self.helpers.append("\n".join(head + body + tail) + "\n")
+        chunks = min(outer, 64)
+        size = -(-outer // chunks)
+        call = f"{name}(lo, hi{''.join(', ' + p for p in params)})"
+        self.emit(f"for c in prange({chunks}):")
+        self.emit(f"lo = c * {size}", 2)
+        self.emit(f"hi = min(lo + {size}, {outer})", 2)
+        if accs:
+            parts = [f"p_{a}" for a in accs]
+            self.emit(f"{', '.join(parts)}, = {call}", 2)
+            for a, p in zip(accs, parts):
+                self.emit(f"{a} += {p}", 2)
+        else:
+            self.emit(call, 2)
 
     def _red_init(self, e):
         dt = e.out.dtype
