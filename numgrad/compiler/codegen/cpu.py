@@ -433,7 +433,7 @@ class StageEmitter:
         text = "\n".join(body)
         params = sorted(set(re.findall(r"\b[fs]_[a-z]+\b", text)))
         name = f"KERNEL_NAME_g{len(self.helpers)}"
-        head = [f"@njit(cache=True, fastmath=FASTMATH, error_model='numpy')",
+        head = ["@njit(cache=True, fastmath=FASTMATH, error_model='numpy')",
                 f"def {name}(lo, hi{''.join(', ' + p for p in params)}):"]
         head += [f"    {a} = {self._red_init(e)}" for a, e in zip(accs, full_reds)]
         tail = [f"    return ({', '.join(accs)},)" if accs else "    return 0"]
