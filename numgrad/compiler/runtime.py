@@ -76,7 +76,9 @@ class CompiledFunction:
         self.stats = Stats()
         self._plans = {}
         self._fast = {}
-        functools.update_wrapper(self, fn)
+        # updated=(): copying fn's __dict__ would clobber our own attributes when fn is
+        # itself a wrapper of a CompiledFunction (ng.jit(ng.grad(ng.jit(f)))).
+        functools.update_wrapper(self, fn, updated=())
 
     def __repr__(self):
         return f"<ng.jit {getattr(self.fn, '__qualname__', self.fn)}>"

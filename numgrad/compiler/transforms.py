@@ -25,7 +25,7 @@ def value_and_grad(fn, argnums=0, has_aux=False):
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
 
-    @functools.wraps(fn)
+    @functools.wraps(fn, updated=())
     def wrapped(*args, **kwargs):
         args = list(args)
         # Inside another transform (ng.grad(ng.grad(f))) the grads must stay differentiable
@@ -66,7 +66,7 @@ def grad(fn, argnums=0, has_aux=False):
     """The gradient of a scalar function w.r.t. ``argnums`` (JAX's ``grad``)."""
     vg = value_and_grad(fn, argnums, has_aux)
 
-    @functools.wraps(fn)
+    @functools.wraps(fn, updated=())
     def wrapped(*args, **kwargs):
         if has_aux:
             (_, aux), g = vg(*args, **kwargs)
