@@ -386,23 +386,18 @@ class StageEmitter:
         for e in members:
             role = _role(e)
             if role == "red":
-                val = read(e.inputs[0])
-                op = e.prim.name
+                # Accumulate into a scalar (full reduction) or the output element (partial).
                 if e in full_reds:
-                    acc = f"acc_{e.out.name}"
-                    if op in ("sum", "mean"):
-                        self.emit(f"{acc} += {val}", depth)
-                    else:
-                        fn = "maximum" if op == "amax" else "minimum"
-                        self.emit(f"{acc} = {fn}({acc}, {val})", depth)
+                    target = f"acc_{e.out.name}"
                 else:
                     keep = self._keep_shape(e)
                     target = f"{self.flat(e.out)}[{_broadcast_offset(keep, len(S), idx)}]"
-                    if op in ("sum", "mean"):
-                        self.emit(f"{target} += {val}", depth)
-                    else:
-                        fn = "maximum" if op == "amax" else "minimum"
-                        self.emit(f"{target} = {fn}({target}, {val})", depth)
+                val = read(e.inputs[0])
+                if e.prim.name in ("sum", "mean"):
+                    self.emit(f"{target} += {val}", depth)
+                else:
+                    fn = "maximum" if e.prim.name == "amax" else "minimum"
+                    self.emit(f"{target} = {fn}({target}, {val})", depth)
                 continue
             expr = self._expr(e, [read(v) for v in e.inputs])
             t = f"t_{e.out.name}"
