@@ -24,6 +24,7 @@ import re
 import numpy as np
 
 from numgrad.compiler.codegen import cache as _cache
+from numgrad.compiler.codegen.cpu_program import Program, cshape
 
 # Work (elements x op weight) per loop before prange pays. bench/parallel_threshold.py on
 # this 2-vCPU machine, quiet: a 4-op loop breaks even at 2^16 elements (2^18 work), W2's
@@ -39,10 +40,6 @@ _HEAVY = ("exp(", "log(", "tanh(", "sigmoid(", "sin(", "cos(", "power(", "sqrt("
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
 _REDUCTIONS = {"sum", "mean", "amax", "amin"}
 _EW_STRUCT = {"detach"}
-
-
-def cshape(shape):
-    return tuple(shape) if shape else (1,)
 
 
 def _size(shape):
@@ -507,89 +504,6 @@ class StageEmitter:
                 return f"clamp_min({x}, {_literal(lo, dt)})"
             return f"clamp_max({x}, {_literal(hi, dt)})"
         return e.prim.lowering.format(*args, **{k: v for k, v in e.params.items()})
-
-
-# ------------------------------------------------------------------ program
-class Program:
-    """Runs the steps of one compiled graph; called with the input arrays."""
-
-    def __init__(self, graph, steps, module, source, disk_hit):
-        self.graph = graph
-        self.steps = steps
-        self.source = source
-        self.kernels = sum(1 for k, _ in steps if k == "kernel")
-        self.disk_hit = disk_hit
-        self.module = module
-        self._inputs = graph.inputs
-        self._outputs = [(v, v.shape) for v in graph.outputs]
-        self._consts = [(v, np.ascontiguousarray(a.reshape(cshape(a.shape))))
-                        for v, a in graph.consts.items()]
-        # Fast path: one kernel whose inputs are exactly graph inputs and consts.
-        self._single = None
-        self._direct = None
-        if len(steps) == 1 and steps[0][0] == "kernel":
-            st = steps[0][1]
-            pos = {v: i for i, v in enumerate(graph.inputs)}
-            cmap = dict(self._consts)
-            plan = []
-            for v in st.inputs:
-                plan.append(("in", pos[v], v.ndim == 0) if v in pos else ("const", cmap[v], 0))
-            outpos = {v: i for i, v in enumerate(st.outputs)}
-            if all(v in outpos for v in graph.outputs):
-                self._single = (st.fn, plan, [(outpos[v], v.shape) for v in graph.outputs])
-                # Fastest case: the kernel takes the graph's inputs in order (no 0-d, no
-                # consts) and returns exactly its outputs, none 0-d.
-                if (list(st.inputs) == list(graph.inputs)
-                        and all(v.ndim > 0 for v in graph.inputs)
-                        and list(st.outputs) == list(graph.outputs)
-                        and all(v.ndim > 0 for v in graph.outputs)):
-                    self._direct = st.fn
-
-    def __call__(self, arrays):
-        if self._direct is not None:
-            for a in arrays:
-                if not a.flags.c_contiguous or not a.flags.writeable:
-                    break
-            else:
-                return list(self._direct(*arrays))
-        if self._single is not None:
-            fn, plan, outs = self._single
-            args = [(_canon(arrays[a]) if b else _ready(arrays[a])) if k == "in" else a
-                    for k, a, b in plan]
-            res = fn(*args)
-            return [res[i] if shape else res[i].reshape(shape) for i, shape in outs]
-        env = dict(self._consts)
-        for v, a in zip(self._inputs, arrays):
-            env[v] = a
-        from numgrad.compiler.steps import run_structural
-        for kind, obj in self.steps:
-            if kind == "kernel":
-                res = obj.fn(*[_canon(env[v]) if v.ndim == 0 else _ready(env[v])
-                               for v in obj.inputs])
-                for v, r in zip(obj.outputs, res):
-                    env[v] = r
-            else:
-                # NumPy steps keep their results as NumPy returns them (a transpose stays a
-                # view for the matmul after it); kernels get contiguous copies if needed.
-                e = obj
-                ins = [env[v].reshape(v.shape) for v in e.inputs]
-                if isinstance(e.prim, str):
-                    out = run_structural(e, ins)
-                else:
-                    out = e.prim.impl(*ins, **e.params)
-                env[e.out] = np.asarray(out)
-        return [_ready(env[v]).reshape(shape) if not shape else env[v].reshape(shape)
-                for v, shape in self._outputs]
-
-
-def _ready(a):
-    if not a.flags.c_contiguous or not a.flags.writeable:
-        a = np.array(a, order="C")
-    return a
-
-
-def _canon(a):
-    return _ready(a).reshape(1)
 
 
 def compile(graph, options=None):

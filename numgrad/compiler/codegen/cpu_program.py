@@ -1,0 +1,96 @@
+"""codegen.cpu_program: runs a compiled graph's steps (fused kernels and NumPy steps).
+
+Room: compiler. ``codegen.cpu`` emits and compiles the kernels; a ``Program`` holds
+them with the equations that run on NumPy between them, and is what a plan calls
+with its input arrays. Kernels see 0-d values as 1-element arrays (``cshape``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def cshape(shape):
+    """The shape a value has inside a kernel: 0-d values are 1-element arrays."""
+    return tuple(shape) if shape else (1,)
+
+
+class Program:
+    """Runs the steps of one compiled graph; called with the input arrays."""
+
+    def __init__(self, graph, steps, module, source, disk_hit):
+        self.graph = graph
+        self.steps = steps
+        self.source = source
+        self.kernels = sum(1 for k, _ in steps if k == "kernel")
+        self.disk_hit = disk_hit
+        self.module = module
+        self._inputs = graph.inputs
+        self._outputs = [(v, v.shape) for v in graph.outputs]
+        self._consts = [(v, np.ascontiguousarray(a.reshape(cshape(a.shape))))
+                        for v, a in graph.consts.items()]
+        # Fast path: one kernel whose inputs are exactly graph inputs and consts.
+        self._single = None
+        self._direct = None
+        if len(steps) == 1 and steps[0][0] == "kernel":
+            st = steps[0][1]
+            pos = {v: i for i, v in enumerate(graph.inputs)}
+            cmap = dict(self._consts)
+            plan = []
+            for v in st.inputs:
+                plan.append(("in", pos[v], v.ndim == 0) if v in pos else ("const", cmap[v], 0))
+            outpos = {v: i for i, v in enumerate(st.outputs)}
+            if all(v in outpos for v in graph.outputs):
+                self._single = (st.fn, plan, [(outpos[v], v.shape) for v in graph.outputs])
+                # Fastest case: the kernel takes the graph's inputs in order (no 0-d, no
+                # consts) and returns exactly its outputs, none 0-d.
+                if (list(st.inputs) == list(graph.inputs)
+                        and all(v.ndim > 0 for v in graph.inputs)
+                        and list(st.outputs) == list(graph.outputs)
+                        and all(v.ndim > 0 for v in graph.outputs)):
+                    self._direct = st.fn
+
+    def __call__(self, arrays):
+        if self._direct is not None:
+            for a in arrays:
+                if not a.flags.c_contiguous or not a.flags.writeable:
+                    break
+            else:
+                return list(self._direct(*arrays))
+        if self._single is not None:
+            fn, plan, outs = self._single
+            args = [(_canon(arrays[a]) if b else _ready(arrays[a])) if k == "in" else a
+                    for k, a, b in plan]
+            res = fn(*args)
+            return [res[i] if shape else res[i].reshape(shape) for i, shape in outs]
+        env = dict(self._consts)
+        for v, a in zip(self._inputs, arrays):
+            env[v] = a
+        from numgrad.compiler.steps import run_structural
+        for kind, obj in self.steps:
+            if kind == "kernel":
+                res = obj.fn(*[_canon(env[v]) if v.ndim == 0 else _ready(env[v])
+                               for v in obj.inputs])
+                for v, r in zip(obj.outputs, res):
+                    env[v] = r
+            else:
+                # NumPy steps keep their results as NumPy returns them (a transpose stays a
+                # view for the matmul after it); kernels get contiguous copies if needed.
+                e = obj
+                ins = [env[v].reshape(v.shape) for v in e.inputs]
+                if isinstance(e.prim, str):
+                    out = run_structural(e, ins)
+                else:
+                    out = e.prim.impl(*ins, **e.params)
+                env[e.out] = np.asarray(out)
+        return [_ready(env[v]).reshape(shape) if not shape else env[v].reshape(shape)
+                for v, shape in self._outputs]
+
+
+def _ready(a):
+    if not a.flags.c_contiguous or not a.flags.writeable:
+        a = np.array(a, order="C")
+    return a
+
+
+def _canon(a):
+    return _ready(a).reshape(1)
