@@ -28,26 +28,19 @@ article_jit = ng.jit(article)                        # called, then .backward()
 article_jit_vg = ng.jit(ng.value_and_grad(article))  # one joint pass
 
 
-def numgrad_eager(case, data):
+def numgrad_eager(case, data, fn=article):
     n = case.params["n"]
 
     def step():
         x = ng.ones(n, requires_grad=True)
-        r = article(x)
+        r = fn(x)
         r.backward()
         return r.detach(), x.grad
     return step
 
 
 def numgrad_jit(case, data):
-    n = case.params["n"]
-
-    def step():
-        x = ng.ones(n, requires_grad=True)
-        r = article_jit(x)
-        r.backward()
-        return r.detach(), x.grad
-    return step
+    return numgrad_eager(case, data, fn=article_jit)
 
 
 def numgrad_jit_vg(case, data):

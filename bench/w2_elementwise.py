@@ -46,28 +46,20 @@ f_jit = ng.jit(f_ng)                                         # called, then .bac
 f_jit_vg = ng.jit(ng.value_and_grad(f_ng, argnums=(0, 1)))  # one joint pass
 
 
-def numgrad_eager(case, data):
+def numgrad_eager(case, data, fn=f_ng):
     x = ng.tensor(data["x"], requires_grad=True)
     y = ng.tensor(data["y"], requires_grad=True)
 
     def step():
         x.grad = y.grad = None
-        out = f_ng(x, y)
+        out = fn(x, y)
         out.backward()
         return out.detach(), x.grad, y.grad
     return step
 
 
 def numgrad_jit(case, data):
-    x = ng.tensor(data["x"], requires_grad=True)
-    y = ng.tensor(data["y"], requires_grad=True)
-
-    def step():
-        x.grad = y.grad = None
-        out = f_jit(x, y)
-        out.backward()
-        return out.detach(), x.grad, y.grad
-    return step
+    return numgrad_eager(case, data, fn=f_jit)
 
 
 def numgrad_jit_vg(case, data):

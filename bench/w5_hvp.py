@@ -37,8 +37,8 @@ def gv_ng(x, y, vx, vy, fn=f_ng):
     return (gx * vx).sum() + (gy * vy).sum()
 
 
-# Nested ng.grad(ng.grad(f)) does not compose (the inner transform detaches its inputs),
-# so the inner gradient is ng.autograd.grad(create_graph=True); ng.jit compiles the whole.
+# The inner gradient is ng.autograd.grad(create_graph=True), as torch eager spells it;
+# ng.jit compiles the whole Hessian-vector product into one plan.
 hvp_jit_vg = ng.jit(ng.value_and_grad(gv_ng, argnums=(0, 1)))
 
 

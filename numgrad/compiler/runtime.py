@@ -164,7 +164,7 @@ class Plan:
             fwd, bwd, n_saved = autodiff.partition(tr, remat=owner.remat)
             fwd = fwd.copy(outputs=fwd.outputs + wb_vars)
             self.n_saved = n_saved
-            self.fwd_graph = optimize(fwd, verbose and False)
+            self.fwd_graph = optimize(fwd)
             self.bwd_graph = optimize(bwd)
             self.fwd = backend.compile(self.fwd_graph, dict(opts, role="fwd"))
             self.bwd = backend.compile(self.bwd_graph, dict(opts, role="bwd"))
@@ -186,7 +186,7 @@ class Plan:
             self.fwd = backend.compile(self.fwd_graph, dict(opts, role="fwd" if not grad
                                                             else "fwd_nograd"))
             programs = [self.fwd]
-        self.joint_graph = optimize(autodiff.joint(tr)) if self.grad else self.fwd_graph
+        self._joint = None
         stats = owner.stats
         stats.compiles += 1
         stats.kernels = sum(p.kernels for p in programs)
@@ -209,6 +209,14 @@ class Plan:
         if verbose:
             print(f"[numgrad.jit] {name}: traced and compiled {len(programs)} program(s), "
                   f"{stats.kernels} kernel(s) in {time.perf_counter() - t0:.2f}s")
+
+    @property
+    def joint_graph(self):
+        """The forward and derived backward in one graph (for ``trace``), built when asked:
+        the programs are compiled from the partitioned graphs, not from this one."""
+        if self._joint is None:
+            self._joint = optimize(autodiff.joint(self.traced)) if self.grad else self.fwd_graph
+        return self._joint
 
     def source(self):
         return "\n\n".join(p.source for p in self.programs)

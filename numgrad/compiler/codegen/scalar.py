@@ -11,32 +11,17 @@ import math
 import numpy as np
 from numba import njit
 
-# Plain libm versions. ``scalar_vec`` overrides the transcendentals with ``vmath_ir``'s
-# vectorisable polynomials: much faster loops, but each use costs ~1 s of compile
-# time, so it is an option (``ng.jit(vector_math=...)``, default on).
-@njit(inline="always")
-def exp(x):
-    return math.exp(x)
+# Plain libm versions, used when ``ng.jit(vector_math=False)``; ``scalar_vec`` replaces
+# them with ``vmath_ir``'s vectorisable polynomials (the default).
+def _libm(fn):
+    @njit(inline="always")
+    def call(x):
+        return fn(x)
+    return call
 
 
-@njit(inline="always")
-def log(x):
-    return math.log(x)
-
-
-@njit(inline="always")
-def tanh(x):
-    return math.tanh(x)
-
-
-@njit(inline="always")
-def sin(x):
-    return math.sin(x)
-
-
-@njit(inline="always")
-def cos(x):
-    return math.cos(x)
+exp, log, tanh, sin, cos = (_libm(f) for f in (math.exp, math.log, math.tanh, math.sin,
+                                                math.cos))
 
 
 @njit(inline="always")
