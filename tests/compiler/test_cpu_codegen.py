@@ -89,8 +89,75 @@ def test_long_parallel_loop_runs_in_chunks_and_matches_eager():
     rc, re_ = f(xc), long_chain(xe)
     src = f.source(xc)
     assert cpu.PARALLEL_INLINE_MAX_BODY < 120
-    assert "prange(" in src and "_g0(lo, hi" in src  # the body went into a chunk function
+    assert "prange(" in src and "_g0(lo, m" in src  # the body went into a chunk function
     np.testing.assert_allclose(rc.item(), re_.item(), rtol=1e-10)
     rc.backward()
     re_.backward()
     np.testing.assert_allclose(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def w2(x, y):
+    return (ng.tanh(x * y + ng.sin(x)) * ng.exp(-y * y)).sum()
+
+
+def _programs(compiled):
+    (plan,) = compiled._plans.values()
+    return plan.programs
+
+
+def _run_w2(f, x, y):
+    value, (dx, dy) = f(x, y)
+    return value.numpy().copy(), dx.numpy().copy(), dy.numpy().copy()
+
+
+def test_tiered_compile_runs_serial_first_then_prange_with_identical_bits(tmp_path, monkeypatch):
+    """parallel="auto" on a cold cache: call 1 runs the kernels compiled with
+    parallel=False, call 2 compiles the prange tier. Chunked reductions make every tier
+    and every thread count give the same bits."""
+    import numba
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("NUMGRAD_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(7)
+    xs, ys = rng.standard_normal(6000), rng.standard_normal(6000)
+    f = ng.jit(ng.value_and_grad(w2, argnums=(0, 1)))
+    x, y = ng.tensor(xs), ng.tensor(ys)
+    first = _run_w2(f, x, y)
+    (prog,) = _programs(f)
+    assert prog.tier == "serial"
+    assert "parallel=False" in open(prog.module.__file__).read()
+    second = _run_w2(f, x, y)
+    assert prog.tier == "final" and "prange(" in f.source(x, y)
+    assert "parallel=True" in open(prog.module.__file__).read()
+    saved = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one_thread = _run_w2(f, x, y)
+    finally:
+        numba.set_num_threads(saved)
+    for a, b, c in zip(first, second, one_thread):
+        assert np.array_equal(a, b) and np.array_equal(a, c)
+    tx = torch.tensor(xs, requires_grad=True)
+    ty = torch.tensor(ys, requires_grad=True)
+    out = (torch.tanh(tx * ty + torch.sin(tx)) * torch.exp(-ty * ty)).sum()
+    out.backward()
+    np.testing.assert_allclose(first[0], out.item(), rtol=1e-12)
+    np.testing.assert_allclose(first[1], tx.grad.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(first[2], ty.grad.numpy(), rtol=1e-12, atol=1e-14)
+    # A new plan for the same source (another process, or after a retrace) finds the
+    # prange tier built and loads it at once.
+    g = ng.jit(ng.value_and_grad(w2, argnums=(0, 1)))
+    assert np.array_equal(_run_w2(g, x, y)[1], first[1])
+    assert _programs(g)[0].tier == "final"
+
+
+def test_parallel_option_true_and_false_skip_the_tiers(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMGRAD_CACHE_DIR", str(tmp_path))
+    x = ng.tensor(np.linspace(-2, 2, 6000))
+    y = ng.tensor(np.linspace(1, -1, 6000))
+    eager = w2(x, y).item()
+    for parallel, has_prange in ((True, True), (False, False)):
+        f = ng.jit(w2, parallel=parallel)
+        assert f(x, y).item() == pytest.approx(eager, rel=1e-12)
+        (prog,) = _programs(f)
+        assert prog.tier == "final"
+        assert ("prange(" in f.source(x, y)) == has_prange

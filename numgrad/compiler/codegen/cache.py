@@ -74,6 +74,7 @@ def load_module(source: str, verbose=False):
             if verbose:
                 print(f"[numgrad.jit] compiling {path}")
             mod = _import(name, path)
+            _mark_built(d, name)
             return mod, _disk_hits(mod) > 0
         except Exception as exc:  # corrupt entry: wipe it and its Numba index, rebuild once
             sys.modules.pop(name, None)
@@ -83,6 +84,20 @@ def load_module(source: str, verbose=False):
                 print(f"[numgrad.jit] cache entry {path} unusable ({exc!r}); rebuilding")
             _remove_entry(d, name)
     raise AssertionError("unreachable")
+
+
+def is_built(source: str) -> bool:
+    """Whether a process has imported (so Numba has compiled and cached) this source."""
+    return os.path.exists(os.path.join(cache_dir(), module_name(source) + ".built"))
+
+
+def _mark_built(d, name):
+    marker = os.path.join(d, name + ".built")
+    if not os.path.exists(marker):
+        try:
+            open(marker, "w").close()
+        except OSError:  # a read-only cache still works; it just recompiles tiers
+            pass
 
 
 def _matches(path, source):
@@ -109,7 +124,7 @@ def _import(name, path):
 
 
 def _remove_entry(d, name):
-    for p in (os.path.join(d, name + ".py"),):
+    for p in (os.path.join(d, name + ".py"), os.path.join(d, name + ".built")):
         try:
             os.remove(p)
         except OSError:

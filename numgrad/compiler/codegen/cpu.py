@@ -35,6 +35,9 @@ PARALLEL_MIN_WORK = 1 << 17
 # chain: 9-13 s). Longer bodies go into a serial chunk function that a tiny prange loop
 # calls (2.7 s); short ones stay inline, which runs faster (W2: 2.0x vs 1.3x on 2 threads).
 PARALLEL_INLINE_MAX_BODY = 64
+# Chunks of a parallel loop's outer index: fixed, so that results do not depend on the
+# thread count; enough to balance 2-16 threads.
+PARALLEL_CHUNKS = 64
 _HEAVY = ("exp(", "log(", "tanh(", "sigmoid(", "sin(", "cos(", "power(", "sqrt(")
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
@@ -351,22 +354,34 @@ class StageEmitter:
                     hoisted[v] = f"s_{v.name}"
                     self.emit(f"s_{v.name} = {self.flat(v)}[0]")
         self.uses_prange |= par
-        chunked = par and len(members) > PARALLEL_INLINE_MAX_BODY
-        if chunked:
-            # The body goes into its own serial function over a range of the outer index;
-            # prange then only runs chunks of it (see PARALLEL_INLINE_MAX_BODY).
-            outer_lines, self.lines = self.lines, []
-        depth = 1
         outer = S[0] if not flat else N
-        first = ("range(lo, hi)" if chunked else
-                 f"prange({outer})" if par else f"range({outer})")
+        # A parallel loop runs in fixed chunks of the outer index, each reducing into its
+        # own slot, and the slots are summed in order afterwards. The chunking does not
+        # depend on the thread count, and with parallel=False (the serial tier, see
+        # compile()) prange is range: both tiers, and every thread count, give
+        # bit-identical results.
+        acc_name = (lambda e: f"a_{e.out.name}") if par else (lambda e: f"acc_{e.out.name}")
+        if par:
+            size = -(-outer // min(outer, PARALLEL_CHUNKS))
+            chunks = -(-outer // size)
+            for e in full_reds:
+                self.emit(f"parts_{e.out.name} = np.empty({chunks}, np.{e.out.dtype.name})")
+            outer_lines, self.lines = self.lines, []
+        first = "range(m)" if par else f"range({outer})"
+        depth = 1
         if flat:
-            self.emit(f"for i in {first}:")
+            self.emit(f"for {'j' if par else 'i'} in {first}:")
             depth = 2
+            if par:
+                self.emit("i = lo + j", depth)
             idx = ["i"]
         else:
             for d, s in enumerate(S):
-                self.emit(f"for i{d} in {first if d == 0 else f'range({s})'}:", depth)
+                if d == 0 and par:
+                    self.emit(f"for j in {first}:", depth)
+                    self.emit("i0 = lo + j", depth + 1)
+                else:
+                    self.emit(f"for i{d} in {first if d == 0 else f'range({s})'}:", depth)
                 depth += 1
             idx = [f"i{d}" for d in range(len(S))]
 
@@ -385,7 +400,7 @@ class StageEmitter:
             if role == "red":
                 # Accumulate into a scalar (full reduction) or the output element (partial).
                 if e in full_reds:
-                    target = f"acc_{e.out.name}"
+                    target = acc_name(e)
                 else:
                     keep = self._keep_shape(e)
                     target = f"{self.flat(e.out)}[{_broadcast_offset(keep, len(S), idx)}]"
@@ -402,8 +417,9 @@ class StageEmitter:
             local[e.out] = t
             if e.out in self.needed_outside:
                 self.emit(f"{self.flat(e.out)}[{offset(e.out.shape)}] = {t}", depth)
-        if chunked:
-            self._emit_chunked(outer_lines, full_reds, outer)
+        if par:
+            self._emit_chunks(outer_lines, chunks, size, outer, full_reds, acc_name,
+                              len(members))
         # Finish reductions.
         for e in full_reds:
             acc = f"acc_{e.out.name}"
@@ -419,30 +435,34 @@ class StageEmitter:
         for v in produced:
             self.materialized.add(v)
 
-    def _emit_chunked(self, outer_lines, full_reds, outer):
+    def _emit_chunks(self, outer_lines, chunks, size, outer, full_reds, acc, n_members):
+        """Wrap the loop just emitted (self.lines, at depth 1) in the chunk loop."""
         body, self.lines = self.lines, outer_lines
-        accs = [f"acc_{e.out.name}" for e in full_reds]
-        text = "\n".join(body)
-        params = sorted(set(re.findall(r"\b[fs]_[a-z]+\b", text)))
-        name = f"KERNEL_NAME_g{len(self.helpers)}"
-        head = ["@njit(cache=True, fastmath=FASTMATH, error_model='numpy')",
-                f"def {name}(lo, hi{''.join(', ' + p for p in params)}):"]
-        head += [f"    {a} = {self._red_init(e)}" for a, e in zip(accs, full_reds)]
-        tail = [f"    return ({', '.join(accs)},)" if accs else "    return 0"]
-        self.helpers.append("\n".join(head + body + tail) + "\n")
-        chunks = min(outer, 64)
-        size = -(-outer // chunks)
-        call = f"{name}(lo, hi{''.join(', ' + p for p in params)})"
+        inits = [f"{acc(e)} = {self._red_init(e)}" for e in full_reds]
         self.emit(f"for c in prange({chunks}):")
         self.emit(f"lo = c * {size}", 2)
-        self.emit(f"hi = min(lo + {size}, {outer})", 2)
-        if accs:
-            parts = [f"p_{a}" for a in accs]
-            self.emit(f"{', '.join(parts)}, = {call}", 2)
-            for a, p in zip(accs, parts):
-                self.emit(f"{a} += {p}", 2)
+        self.emit(f"m = min({size}, {outer} - lo)", 2)
+        if n_members > PARALLEL_INLINE_MAX_BODY:
+            # The body becomes its own serial function over one chunk; the prange loop
+            # only calls it (see PARALLEL_INLINE_MAX_BODY).
+            params = sorted(set(re.findall(r"\b[fs]_[a-z]+\b", "\n".join(body))))
+            name = f"KERNEL_NAME_g{len(self.helpers)}"
+            args = "".join(", " + p for p in params)
+            rets = "".join(acc(e) + ", " for e in full_reds)
+            self.helpers.append("\n".join(
+                ["@njit(cache=True, fastmath=FASTMATH, error_model='numpy')",
+                 f"def {name}(lo, m{args}):"]
+                + ["    " + line for line in inits] + body + [f"    return ({rets})"]) + "\n")
+            self.emit((f"{rets}= " if full_reds else "") + f"{name}(lo, m{args})", 2)
         else:
-            self.emit(call, 2)
+            for line in inits:
+                self.emit(line, 2)
+            self.lines.extend("    " + line for line in body)
+        for e in full_reds:
+            self.emit(f"parts_{e.out.name}[c] = {acc(e)}", 2)
+        for e in full_reds:
+            self.emit(f"for c in range({chunks}):")
+            self.emit(f"acc_{e.out.name} += parts_{e.out.name}[c]", 2)
 
     def _red_init(self, e):
         dt = e.out.dtype
@@ -536,23 +556,35 @@ def compile(graph, options=None):
               f"from numgrad.compiler.codegen.{helpers} import *  # noqa: F401,F403\n\n"
               f"FASTMATH = set({sorted(flags)!r})\n\n")
     source = header + "\n\n".join(srcs)
+    # Tiered compile: parallel=True costs Numba ~0.3 s more per kernel (its parfors
+    # passes), so with parallel="auto" a cold cache first gets the same source compiled
+    # with parallel=False (prange runs as range; the chunked loops keep the results
+    # bit-identical), and the Program compiles the prange tier at its second call. A call
+    # made once never pays for threads; a kernel built before loads at once.
+    tiered = "prange(" in source and parallel == "auto" and not _cache.is_built(source)
+    serial = source.replace("parallel=True", "parallel=False") if tiered else source
     try:
-        module, disk_hit = _cache.load_module(source, verbose=options.get("verbose", False))
+        module, disk_hit = _cache.load_module(serial, verbose=options.get("verbose", False))
     except Exception as exc:  # a codegen gap must never reach the user as a Numba traceback
-        import warnings
-        from numgrad.compiler.codegen import reference
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        warnings.warn(f"numgrad could not compile a fused kernel for {base!r} ({first}); "
-                      "running this graph with the NumPy reference backend instead",
-                      RuntimeWarning, stacklevel=2)
-        prog = reference.compile(graph, options)
-        prog.source = f"# fused kernel failed to compile: {first}\n{source}"
-        return prog
+        return _fallback(graph, options, base, source, exc)
     for st in kernels:
         st.fn = getattr(module, st.name)
     if not kernels:
         disk_hit = False
-    return Program(graph, steps, module, source, disk_hit)
+    return Program(graph, steps, module, source, disk_hit,
+                   upgrade=(source, options.get("verbose", False)) if tiered else None)
+
+
+def _fallback(graph, options, base, source, exc):
+    import warnings
+    from numgrad.compiler.codegen import reference
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    warnings.warn(f"numgrad could not compile a fused kernel for {base!r} ({first}); "
+                  "running this graph with the NumPy reference backend instead",
+                  RuntimeWarning, stacklevel=3)
+    prog = reference.compile(graph, options)
+    prog.source = f"# fused kernel failed to compile: {first}\n{source}"
+    return prog
 
 
 def _safe(name):

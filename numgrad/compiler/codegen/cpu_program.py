@@ -6,7 +6,12 @@ with its input arrays. Kernels see 0-d values as 1-element arrays (``cshape``).
 """
 from __future__ import annotations
 
+import threading
+import warnings
+
 import numpy as np
+
+_TIER_LOCK = threading.Lock()
 
 
 def cshape(shape):
@@ -17,7 +22,7 @@ def cshape(shape):
 class Program:
     """Runs the steps of one compiled graph; called with the input arrays."""
 
-    def __init__(self, graph, steps, module, source, disk_hit):
+    def __init__(self, graph, steps, module, source, disk_hit, upgrade=None):
         self.graph = graph
         self.steps = steps
         self.source = source
@@ -28,6 +33,13 @@ class Program:
         self._outputs = [(v, v.shape) for v in graph.outputs]
         self._consts = [(v, np.ascontiguousarray(a.reshape(cshape(a.shape))))
                         for v, a in graph.consts.items()]
+        # (source, verbose) of the prange tier, compiled at the second call (codegen.cpu).
+        self._upgrade = upgrade
+        self._calls = 0
+        self._bind()
+
+    def _bind(self):
+        steps, graph = self.steps, self.graph
         # Fast path: one kernel whose inputs are exactly graph inputs and consts.
         self._single = None
         self._direct = None
@@ -49,7 +61,38 @@ class Program:
                         and all(v.ndim > 0 for v in graph.outputs)):
                     self._direct = st.fn
 
+    @property
+    def tier(self):
+        """"serial" while the prange tier is still to be compiled, else "final"."""
+        return "serial" if self._upgrade is not None else "final"
+
+    def _tier_up(self):
+        self._calls += 1
+        if self._calls < 2:
+            return
+        with _TIER_LOCK:
+            if self._upgrade is None:
+                return
+            source, verbose = self._upgrade
+            from numgrad.compiler.codegen import cache
+            try:
+                module, _ = cache.load_module(source, verbose=verbose)
+            except Exception as exc:  # keep the serial kernels, which work
+                why = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                warnings.warn(f"numgrad could not compile the multi-threaded kernels ({why}); "
+                              "staying with the serial ones", RuntimeWarning, stacklevel=4)
+                self._upgrade = None
+                return
+            for kind, st in self.steps:
+                if kind == "kernel":
+                    st.fn = getattr(module, st.name)
+            self.module = module
+            self._bind()
+            self._upgrade = None
+
     def __call__(self, arrays):
+        if self._upgrade is not None:
+            self._tier_up()
         if self._direct is not None:
             for a in arrays:
                 if not a.flags.c_contiguous or not a.flags.writeable:
