@@ -79,10 +79,13 @@ def long_chain(x):
     return x.sum()
 
 
-def test_long_parallel_loop_runs_in_chunks_and_matches_eager():
+@pytest.mark.parametrize("n", [4096, 4099, 4033])  # chunks of 64; of 65 (odd); last of 1
+def test_long_parallel_loop_runs_in_chunks_and_matches_eager(n):
+    """A long body runs as a chunk function with two interleaved element streams; odd
+    chunks compute one element twice and must still count it once in the sum."""
     from numgrad.compiler.codegen import cpu
     rng = np.random.default_rng(3)
-    data = rng.standard_normal(4096)
+    data = rng.standard_normal(n)
     f = ng.jit(long_chain)
     xc = ng.tensor(data, requires_grad=True)
     xe = ng.tensor(data, requires_grad=True)
@@ -90,6 +93,7 @@ def test_long_parallel_loop_runs_in_chunks_and_matches_eager():
     src = f.source(xc)
     assert cpu.PARALLEL_INLINE_MAX_BODY < 120
     assert "prange(" in src and "_g0(lo, m" in src  # the body went into a chunk function
+    assert "b_" in src and "if j >= d" in src  # ... as two streams
     np.testing.assert_allclose(rc.item(), re_.item(), rtol=1e-10)
     rc.backward()
     re_.backward()
