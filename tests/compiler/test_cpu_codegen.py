@@ -147,6 +147,12 @@ def test_tiered_compile_runs_serial_first_then_prange_with_identical_bits(tmp_pa
     np.testing.assert_allclose(first[0], out.item(), rtol=1e-12)
     np.testing.assert_allclose(first[1], tx.grad.numpy(), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(first[2], ty.grad.numpy(), rtol=1e-12, atol=1e-14)
+    # A loop without a full reduction runs flat under prange: the same code per element.
+    ew = ng.jit(lambda a, b: ng.tanh(a * b) + ng.sin(a) * ng.exp(-b))
+    ew_first = ew(x, y).numpy().copy()
+    assert _programs(ew)[0].tier == "serial"
+    assert np.array_equal(ew(x, y).numpy(), ew_first) and _programs(ew)[0].tier == "final"
+    assert "prange(6000)" in ew.source(x, y)
     # A new plan for the same source (another process, or after a retrace) finds the
     # prange tier built and loads it at once.
     g = ng.jit(ng.value_and_grad(w2, argnums=(0, 1)))
