@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 
-_HELPER_FILES = ("scalar.py", "scalar_vec.py", "vmath_ir.py")
+_HELPER_FILES = ("scalar.py", "scalar_vec.py", "vmath_ir.py", "llvm_attrs.py")
 
 
 def cache_dir() -> str:

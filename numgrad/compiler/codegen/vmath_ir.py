@@ -58,10 +58,11 @@ import weakref
 
 import numpy as np
 from llvmlite import ir
-from llvmlite.ir.values import FunctionAttributes
 from numba import types
 from numba.core import cgutils
 from numba.extending import lower_builtin, type_callable
+
+from numgrad.compiler.codegen.llvm_attrs import AttrsWithStrings, add_string_attribute
 
 __all__ = ["exp", "expm1", "log", "tanh", "sigmoid", "sin", "cos", "TEMPLATES"]
 
@@ -310,18 +311,6 @@ _SLOW_LANES = (2, 4, 8, 16)
 _SINCOS_HUGE = 2.0 ** 40
 
 
-class _AttrsWithStrings(FunctionAttributes):
-    """llvmlite only knows enum attributes; this adds "key"="value" ones."""
-
-    extra = ()
-
-    def __bool__(self):  # llvmlite prints the attributes only of a non-empty set
-        return bool(self.extra) or super().__len__() > 0
-
-    def _to_list(self, ret_type):
-        return super()._to_list(ret_type) + list(self.extra)
-
-
 def _slow_fn(module, libname):
     lt = _F64
     name = "numgrad_vir_slow_%s_f64" % libname
@@ -335,7 +324,7 @@ def _slow_fn(module, libname):
     # linking and would drop the (so far unreferenced) vector variants, which
     # the vectoriser requires to exist.
     fn.linkage = "weak_odr"
-    attrs = _AttrsWithStrings(["noinline", "nounwind", "readnone"])
+    attrs = AttrsWithStrings(["noinline", "nounwind", "readnone"])
     attrs.extra = ['"vector-function-abi-variant"="%s"' % ",".join(
         "_ZGV_LLVM_N%dv_%s(%s_v%d)" % (n, name, name, n) for n in _SLOW_LANES)]
     fn.attributes = attrs
@@ -690,7 +679,7 @@ def _get_outlined(module, name, bits):
     # weak_odr: the variants must survive until the vectoriser runs, in the
     # linked final module (see _slow_fn).
     fn.linkage = "weak_odr"
-    attrs = _AttrsWithStrings(["noinline", "nounwind", "readnone"])
+    attrs = AttrsWithStrings(["noinline", "nounwind", "readnone"])
     attrs.extra = ['"vector-function-abi-variant"="%s"' % ",".join(
         "_ZGV_LLVM_N%dv_%s(%s_v%d)" % (n, fname, fname, n) for n in _OUTLINED_LANES[bits])]
     fn.attributes = attrs
@@ -753,14 +742,7 @@ PREFER_VECTOR_WIDTH = "512"
 
 
 def _prefer_wide_vectors(fn):
-    attrs = fn.attributes
-    if isinstance(attrs, _AttrsWithStrings):
-        return
-    tagged = _AttrsWithStrings(list(attrs))
-    tagged.alignstack = attrs.alignstack
-    tagged.personality = attrs.personality
-    tagged.extra = ['"prefer-vector-width"="%s"' % PREFER_VECTOR_WIDTH]
-    fn.attributes = tagged
+    add_string_attribute(fn, '"prefer-vector-width"="%s"' % PREFER_VECTOR_WIDTH)
 
 
 _PY_KERNELS = {}
