@@ -171,3 +171,23 @@ def test_parallel_option_true_and_false_skip_the_tiers(tmp_path, monkeypatch):
         (prog,) = _programs(f)
         assert prog.tier == "final"
         assert ("prange(" in f.source(x, y)) == has_prange
+
+
+def test_detached_inputs_are_not_copied_by_kernels():
+    """value_and_grad detaches its inputs; the IR says so, but the kernels read the input
+    arrays themselves instead of copying them for the matmul (detach is the identity)."""
+    f = ng.jit(ng.value_and_grad(lambda w, x: ng.tanh(x @ w).sum(), argnums=0))
+    w = ng.tensor(np.linspace(-1, 1, 12).reshape(4, 3))
+    x = ng.tensor(np.linspace(0, 2, 8).reshape(2, 4))
+    value, grad = f(w, x)
+    we = ng.tensor(w.numpy(), requires_grad=True)
+    out = ng.tanh(x @ we).sum()
+    out.backward()
+    np.testing.assert_allclose(value.item(), out.item(), rtol=1e-12)
+    np.testing.assert_allclose(grad.numpy(), we.grad.numpy(), rtol=1e-12)
+    graph = f.trace(w, x)
+    src = f.source(w, x)
+    detached = [v for v in graph.inputs if f"= detach {v.name}  {{detach}}" in str(graph)]
+    assert detached
+    for v in detached:
+        assert f"= detach {v.name} " not in src

@@ -31,6 +31,7 @@ import re
 import numpy as np
 
 from numgrad.compiler.codegen import cache as _cache
+from numgrad.compiler.ir import Eqn
 from numgrad.compiler.codegen.cpu_program import Program, cshape
 
 # Work (elements x op weight) per loop before prange pays. bench/parallel_threshold.py on
@@ -102,6 +103,24 @@ class Stage:
         self.outputs = []   # Vars needed after the stage
         self.fn = None
         self.name = None
+
+
+def drop_detach_copies(graph):
+    """The graph with uses of ``detach`` results pointing at their inputs instead.
+
+    detach is the identity at run time, but a kernel writes every value that leaves it
+    into an array of its own: W3's ``jit(value_and_grad)``, whose inputs are detached,
+    copied W1 (1.6 MB) at every call before handing it to the matmul. The IR keeps its
+    {detach} equations (``trace()`` shows them); only what the kernels run changes."""
+    outs = set(graph.outputs)
+    rename, eqns = {}, []
+    for e in graph.eqns:
+        ins = [rename.get(v, v) for v in e.inputs]
+        if e.prim == "detach" and e.out not in outs:
+            rename[e.out] = ins[0]
+            continue
+        eqns.append(e if ins == list(e.inputs) else Eqn(e.prim, ins, e.params, e.out, e.ann))
+    return graph.copy(eqns=eqns) if rename else graph
 
 
 def split_stages(graph):
@@ -586,6 +605,7 @@ def compile(graph, options=None):
     options = options or {}
     parallel = options.get("parallel", "auto")
     fastmath = options.get("fastmath", False)
+    graph = drop_detach_copies(graph)
     steps = split_stages(graph)
     kernels = [obj for kind, obj in steps if kind == "kernel"]
     base = options.get("name", "fn")
