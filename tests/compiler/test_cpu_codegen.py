@@ -191,3 +191,33 @@ def test_detached_inputs_are_not_copied_by_kernels():
     assert detached
     for v in detached:
         assert f"= detach {v.name} " not in src
+
+
+def test_sin_and_cos_of_one_argument_use_the_paired_inlined_bodies():
+    """A forward sin and its backward cos in one loop call the always-inlined bodies
+    (LLVM then shares their work); they compute exactly what sin and cos compute."""
+    from numba import njit
+    from numgrad.compiler.codegen.scalar_vec import cos, cos_paired, sin, sin_paired
+
+    f = ng.jit(ng.value_and_grad(lambda x: (ng.sin(x) * x).sum()))
+    data = np.linspace(-7.0, 7.0, 101)
+    value, grad = f(ng.tensor(data))
+    src = f.source(ng.tensor(data))
+    assert "sin_paired(" in src and "cos_paired(" in src
+    np.testing.assert_allclose(value.item(), (np.sin(data) * data).sum(), rtol=1e-13)
+    np.testing.assert_allclose(grad.numpy(), np.cos(data) * data + np.sin(data),
+                               rtol=1e-13, atol=1e-14)
+
+    @njit(cache=False)
+    def both(a, out):
+        for i in range(a.size):
+            out[0, i] = sin(a[i])
+            out[1, i] = cos(a[i])
+            out[2, i] = sin_paired(a[i])
+            out[3, i] = cos_paired(a[i])
+
+    a = np.concatenate([np.linspace(-1e4, 1e4, 4001), [0.0, -0.0, 1e300, np.inf, np.nan]])
+    out = np.empty((4, a.size))
+    both(a, out)
+    assert np.array_equal(out[0], out[2], equal_nan=True)
+    assert np.array_equal(out[1], out[3], equal_nan=True)

@@ -266,6 +266,7 @@ class StageEmitter:
         self.helpers = []   # chunk functions of parallel loops, emitted before the stage
         self.materialized = set(stage.inputs)
         self.uses_prange = False
+        self.paired = set()  # arguments whose sin and cos are both taken in the current loop
 
     def name(self, v):
         return f"v_{v.name}"
@@ -354,6 +355,9 @@ class StageEmitter:
                 if (v not in {m.out for m in members}) and _size(v.shape) != 1 and \
                         cshape(v.shape) != S:
                     flat = False
+        trig = {(e.prim.name, e.inputs[0]) for e in members
+                if not isinstance(e.prim, str) and e.prim.name in ("sin", "cos")}
+        self.paired = {v for name, v in trig if name == "sin" and ("cos", v) in trig}
         reds = [e for e in members if _role(e) == "red"]
         full_reds = [e for e in reds if _size(e.out.shape) == 1]
         part_reds = [e for e in reds if _size(e.out.shape) != 1]
@@ -598,6 +602,8 @@ class StageEmitter:
             if lo is not None:
                 return f"clamp_min({x}, {_literal(lo, dt)})"
             return f"clamp_max({x}, {_literal(hi, dt)})"
+        if name in ("sin", "cos") and e.inputs[0] in self.paired:
+            return f"{name}_paired({args[0]})"  # see vmath_ir.sin_paired
         return e.prim.lowering.format(*args, **{k: v for k, v in e.params.items()})
 
 

@@ -24,6 +24,7 @@ def _libm(fn):
 
 exp, log, tanh, sin, cos = (_libm(f) for f in (math.exp, math.log, math.tanh, math.sin,
                                                 math.cos))
+sin_paired, cos_paired = sin, cos  # scalar_vec's are inlined for sin/cos pairs
 
 
 @njit(inline="always")

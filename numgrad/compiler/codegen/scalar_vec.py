@@ -6,4 +6,5 @@ of scalar libm). ``vmath_ir`` emits each function as LLVM IR (an intrinsic), so 
 call site costs milliseconds of compile time, like ``math.exp``.
 """
 from numgrad.compiler.codegen.scalar import *  # noqa: F401,F403
-from numgrad.compiler.codegen.vmath_ir import exp, log, tanh, sigmoid, sin, cos  # noqa: F401
+from numgrad.compiler.codegen.vmath_ir import (  # noqa: F401
+    exp, log, tanh, sigmoid, sin, cos, sin_paired, cos_paired)

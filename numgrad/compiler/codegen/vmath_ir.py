@@ -64,7 +64,8 @@ from numba.extending import lower_builtin, type_callable
 
 from numgrad.compiler.codegen.llvm_attrs import AttrsWithStrings, add_string_attribute
 
-__all__ = ["exp", "expm1", "log", "tanh", "sigmoid", "sin", "cos", "TEMPLATES"]
+__all__ = ["exp", "expm1", "log", "tanh", "sigmoid", "sin", "cos", "sin_paired", "cos_paired",
+           "TEMPLATES"]
 
 # op name -> name of the function in this module (for code generators).
 TEMPLATES = {
@@ -758,11 +759,15 @@ def _python_call(name, x):
     return k(x)
 
 
-def _make_public(name, doc):
+def _make_public(name, doc, inline=False):
+    """The public function `name` (or, inline=True, `name`_paired: every call site gets
+    the inlined body, see sin_paired)."""
+    public = name + "_paired" if inline else name
+
     def fn(x):
         return _python_call(name, x)
 
-    fn.__name__ = fn.__qualname__ = name
+    fn.__name__ = fn.__qualname__ = public
     fn.__doc__ = doc
     fn.__module__ = __name__
 
@@ -776,7 +781,10 @@ def _make_public(name, doc):
     def _lower(context, builder, sig, args):
         rt = sig.return_type
         val = context.cast(builder, args[0], sig.args[0], rt)
-        f = _get_function(builder.module, name, rt.bitwidth)
+        if inline:
+            f = _get_inline(builder.module, name, rt.bitwidth)
+        else:
+            f = _get_function(builder.module, name, rt.bitwidth)
         _prefer_wide_vectors(builder.function)
         return builder.call(f, [val])
 
@@ -792,3 +800,9 @@ tanh = _make_public("tanh", "Hyperbolic tangent; saturates to +-1 exactly.")
 sigmoid = _make_public("sigmoid", "Logistic 1/(1+e**-x), accurate in both tails.")
 sin = _make_public("sin", "sin(x); |x| > 2**40 goes to libm (loop stays vectorised).")
 cos = _make_public("cos", "cos(x); |x| > 2**40 goes to libm (loop stays vectorised).")
+# sin and cos of one argument, in one loop (a forward sin and its backward cos): both
+# bodies inlined, LLVM merges their common work (the range reduction and both
+# polynomials; only the quadrant select differs), so the pair costs about one call.
+# Outlined calls would each do all of it. The emitter picks these for such pairs.
+sin_paired = _make_public("sin", "sin(x), body always inlined (for sin/cos pairs).", True)
+cos_paired = _make_public("cos", "cos(x), body always inlined (for sin/cos pairs).", True)
