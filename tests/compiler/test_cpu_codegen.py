@@ -221,3 +221,27 @@ def test_sin_and_cos_of_one_argument_use_the_paired_inlined_bodies():
     both(a, out)
     assert np.array_equal(out[0], out[2], equal_nan=True)
     assert np.array_equal(out[1], out[3], equal_nan=True)
+
+
+def test_a_failing_prange_tier_keeps_the_serial_kernels(tmp_path, monkeypatch):
+    from numgrad.compiler.codegen import cache
+    monkeypatch.setenv("NUMGRAD_CACHE_DIR", str(tmp_path))
+    real = cache.load_module
+
+    def refuse_prange(source, verbose=False):
+        if "parallel=True" in source:
+            raise RuntimeError("simulated parfors failure")
+        return real(source, verbose=verbose)
+
+    monkeypatch.setattr(cache, "load_module", refuse_prange)
+    x = ng.tensor(np.linspace(-2, 2, 20000))
+    y = ng.tensor(np.linspace(1, -1, 20000))
+    f = ng.jit(lambda a, b: (ng.tanh(a * b) + ng.exp(-b)).sum())
+    first = f(x, y).item()
+    with pytest.warns(RuntimeWarning, match="simulated parfors failure"):
+        second = f(x, y).item()
+    assert first == second
+    assert first == pytest.approx((np.tanh(x.numpy() * y.numpy()) + np.exp(-y.numpy())).sum(),
+                                  rel=1e-12)
+    (prog,) = _programs(f)
+    assert prog.tier == "final" and "parallel=False" in open(prog.module.__file__).read()

@@ -396,8 +396,8 @@ class StageEmitter:
         # not depend on the thread count, and with parallel=False (the serial tier, see
         # compile()) prange is range: both tiers, and every thread count, give the same
         # bits. Loops without one need no chunks for that (each element is computed by
-        # the same code either way) and run faster without (W5: 2.0 vs 1.6 ms); long
-        # bodies are chunked anyway, to go into a chunk function.
+        # the same code either way) and run faster without (W5: 2.0 -> 1.87 ms); long
+        # bodies are chunked anyway, to go into a chunk function (PARALLEL_INLINE_MAX_BODY).
         chunk = par and bool(full_reds or len(members) > PARALLEL_INLINE_MAX_BODY)
         acc_name = (lambda e: f"a_{e.out.name}") if chunk else (lambda e: f"acc_{e.out.name}")
         if chunk:
