@@ -75,6 +75,8 @@ class Program:
                 return
             source, verbose = self._upgrade
             from numgrad.compiler.codegen import cache
+            if verbose:
+                print("[numgrad.jit] second call: compiling the multi-threaded (prange) tier")
             try:
                 module, _ = cache.load_module(source, verbose=verbose)
             except Exception as exc:  # keep the serial kernels, which work
