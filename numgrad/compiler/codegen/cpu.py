@@ -31,6 +31,7 @@ import re
 import numpy as np
 
 from numgrad.compiler.codegen import cache as _cache
+from numgrad.compiler.codegen import malloc as _malloc
 from numgrad.compiler.ir import Eqn
 from numgrad.compiler.codegen.cpu_program import Program, cshape
 
@@ -611,6 +612,7 @@ def compile(graph, options=None):
     options = options or {}
     parallel = options.get("parallel", "auto")
     fastmath = options.get("fastmath", False)
+    _malloc.tune()
     graph = drop_detach_copies(graph)
     steps = split_stages(graph)
     kernels = [obj for kind, obj in steps if kind == "kernel"]

@@ -1,0 +1,67 @@
+"""codegen.malloc: numgrad sets glibc's mmap/trim thresholds once, at its first compile,
+and NUMGRAD_MALLOC_TUNING=0 leaves malloc alone. Run in fresh processes, since the
+setting is per process."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+
+SCRIPT = r"""
+import numpy as np
+import numgrad as ng
+from numgrad.compiler.codegen import malloc
+before = malloc._done
+f = ng.jit(lambda x: (x * 2).sum())
+f(ng.tensor(np.ones(3)))
+print(before, malloc._done, malloc.tune(), malloc.applied)
+"""
+
+
+def _run(env_value):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("NUMGRAD_MALLOC_TUNING", None)
+    if env_value is not None:
+        env["NUMGRAD_MALLOC_TUNING"] = env_value
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+def test_first_compile_tunes_once_and_the_env_var_opts_out():
+    # Not at import (eager-only users keep their malloc), done by the first compile,
+    # and only once.
+    glibc = sys.platform.startswith("linux") and _has_mallopt()
+    assert _run(None) == ["False", "True", "False", str(glibc)]
+    assert _run("0") == ["False", "True", "False", "False"]  # marked done, nothing set
+
+
+def _has_mallopt():
+    import ctypes
+    try:
+        ctypes.CDLL(None).mallopt
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_tune_reports_whether_mallopt_took_the_settings(monkeypatch):
+    from numgrad.compiler.codegen import malloc
+    monkeypatch.setattr(malloc, "_done", False)
+    monkeypatch.delenv("NUMGRAD_MALLOC_TUNING", raising=False)
+    import ctypes
+    try:
+        ctypes.CDLL(None).mallopt
+    except AttributeError:
+        pytest.skip("this C library has no mallopt")
+    assert malloc.tune() is True
+    assert malloc.tune() is False  # once per process
+    monkeypatch.setattr(malloc, "_done", False)
+    monkeypatch.setenv("NUMGRAD_MALLOC_TUNING", "0")
+    assert malloc.tune() is False
