@@ -93,7 +93,7 @@ def test_long_parallel_loop_runs_in_chunks_and_matches_eager(n):
     src = f.source(xc)
     assert cpu.PARALLEL_INLINE_MAX_BODY < 120
     assert "prange(" in src and "_g0(lo, m" in src  # the body went into a chunk function
-    assert "b_" in src and "if j >= d" in src  # ... as two streams
+    assert "b1_" in src and "if j >= d1" in src  # ... as interleaved streams
     np.testing.assert_allclose(rc.item(), re_.item(), rtol=1e-10)
     rc.backward()
     re_.backward()

@@ -51,6 +51,9 @@ PARALLEL_MIN_WORK = 1 << 17
 # takes 9-13 s on W4's 600-statement chain inline.
 PARALLEL_INLINE_MAX_BODY = 24
 INTERLEAVE_LONG_BODIES = True
+# Two streams: W4 0.48 -> 0.31 ms. Four ran 1.26 ms (the vectorised body no longer fits
+# the registers) and took 24 s to compile.
+STREAMS = 2
 # Chunks of a parallel loop's outer index: fixed, so that results do not depend on the
 # thread count; enough to balance 2-16 threads.
 PARALLEL_CHUNKS = 64
@@ -511,37 +514,44 @@ class StageEmitter:
             self.emit(f"acc_{e.out.name} += parts_{e.out.name}[c]", 2)
 
     def _interleaved(self, body, full_reds, acc):
-        """A flat chunk loop as two interleaved streams: the first half of the chunk (t_
-        names, index i) and the second (u_ names, index k), statement by statement.
+        """A flat chunk loop as STREAMS interleaved element streams, statement by
+        statement: stream 0 keeps the t_ names, stream s uses t<s>_, each on its own
+        stretch of the chunk.
 
         A long fused chain is one dependency chain per element: in a vectorised loop each
         vector waits on the latency of every transcendental, and its body is far too long
-        for the CPU to overlap the next iteration. Two independent streams halve that
-        wait (the W4 chain: see INTERLEAVE_LONG_BODIES). For odd m the second stream
-        starts one element early; that element is computed twice, written twice with the
-        same value and counted once."""
-        head = ["    h = (m + 1) // 2", "    d = 2 * h - m"]
+        for the CPU to overlap the next iteration. Independent streams overlap those
+        waits (the W4 chain: see INTERLEAVE_LONG_BODIES). When m does not divide, the
+        last streams start early, so some elements are computed twice: written twice with
+        the same value, and counted once in sums."""
+        n = STREAMS
+        head = [f"    q = (m + {n - 1}) // {n}"]
+        for k in range(1, n):
+            head += [f"    st{k} = min({k} * q, m - q)", f"    d{k} = {k} * q - st{k}"]
         # Each stream indexes its own views: two offsets into one array would be an
         # unknown-distance dependence, which stops LLVM's loop vectoriser.
         arrays = sorted(set(re.findall(r"\b(f_[a-z]+)\[i\]", "\n".join(body))))
         for a in arrays:
-            head += [f"    {a}_t = {a}[lo:lo + h]", f"    {a}_u = {a}[lo + m - h:lo + m]"]
-        tail_sum = []
-        for e in full_reds:
-            head += [f"    {acc(e)} = {self._red_init(e)}",
-                     f"    b_{e.out.name} = {self._red_init(e)}"]
-            tail_sum.append(f"{acc(e)} + b_{e.out.name}")
+            head.append(f"    {a}_s0 = {a}[lo:lo + q]")
+            head += [f"    {a}_s{k} = {a}[lo + st{k}:lo + st{k} + q]" for k in range(1, n)]
         zero = {acc(e): self._red_init(e) for e in full_reds}
-        out = ["    for j in range(h):"]
+        for e in full_reds:
+            head += [f"    {acc(e)} = {zero[acc(e)]}"]
+            head += [f"    b{k}_{e.out.name} = {zero[acc(e)]}" for k in range(1, n)]
+        out = ["    for j in range(q):"]
         for line in body[2:]:
-            first = re.sub(r"\b(f_[a-z]+)\[i\]", r"\1_t[j]", line)
-            second = re.sub(r"\b(f_[a-z]+)\[i\]", r"\1_u[j]", re.sub(r"\bt_", "u_", line))
-            target, _, value = second.strip().partition(" += ")
-            if target in zero:  # a full reduction: the duplicated element counts once
-                second = (f"        b_{target[2:]} += ({value} if j >= d "
-                          f"else {zero[target]})")
-            out += [first, second]
-        tail = ["    return (" + "".join(t + ", " for t in tail_sum) + ")"]
+            out.append(re.sub(r"\b(f_[a-z]+)\[i\]", r"\1_s0[j]", line))
+            for k in range(1, n):
+                other = re.sub(r"\b(f_[a-z]+)\[i\]", rf"\1_s{k}[j]",
+                               re.sub(r"\bt_", f"t{k}_", line))
+                target, _, value = other.strip().partition(" += ")
+                if target in zero:  # a full reduction: a duplicated element counts once
+                    other = (f"        b{k}_{target[2:]} += ({value} if j >= d{k} "
+                             f"else {zero[target]})")
+                out.append(other)
+        sums = ["(" + " + ".join([acc(e)] + [f"b{k}_{e.out.name}" for k in range(1, n)]) + ")"
+                for e in full_reds]
+        tail = ["    return (" + "".join(t + ", " for t in sums) + ")"]
         return head, out, tail
 
     def _red_init(self, e):
