@@ -245,3 +245,23 @@ def test_a_failing_prange_tier_keeps_the_serial_kernels(tmp_path, monkeypatch):
                                   rel=1e-12)
     (prog,) = _programs(f)
     assert prog.tier == "final" and "parallel=False" in open(prog.module.__file__).read()
+
+
+def test_kernels_beside_blas_need_more_work_before_they_go_parallel():
+    """OpenBLAS's spinning workers and Numba's prange workers fight for the cores, so a
+    plan that calls matmul keeps its mid-size elementwise kernels serial."""
+    from numgrad.compiler.codegen import cpu
+    h = ng.tensor(np.linspace(-1, 1, 64 * 2048).reshape(64, 2048))
+    b = ng.tensor(np.linspace(0, 1, 2048))
+    x = ng.tensor(np.linspace(-1, 1, 64 * 32).reshape(64, 32))
+    w = ng.tensor(np.linspace(-1, 1, 32 * 2048).reshape(32, 2048))
+    alone = ng.jit(lambda h, b: ng.relu(h + b) * 2.0)
+    beside = ng.jit(lambda x, w, b: ng.relu(x @ w + b) * 2.0)
+    work = 64 * 2048 * 3
+    assert cpu.PARALLEL_MIN_WORK <= work < cpu.PARALLEL_MIN_WORK_BESIDE_BLAS
+    np.testing.assert_allclose(alone(h, b).numpy(), np.maximum(h.numpy() + b.numpy(), 0) * 2)
+    out = beside(x, w, b).numpy()
+    np.testing.assert_allclose(out, np.maximum(x.numpy() @ w.numpy() + b.numpy(), 0) * 2,
+                               rtol=1e-12)
+    assert "prange(" in alone.source(h, b)
+    assert "prange(" not in beside.source(x, w, b)

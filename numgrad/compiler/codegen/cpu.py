@@ -32,6 +32,7 @@ import numpy as np
 
 from numgrad.compiler.codegen import cache as _cache
 from numgrad.compiler.codegen import malloc as _malloc
+from numgrad.compiler.codegen import omp as _omp
 from numgrad.compiler.ir import Eqn
 from numgrad.compiler.codegen.cpu_program import Program, cshape
 
@@ -40,6 +41,12 @@ from numgrad.compiler.codegen.cpu_program import Program, cshape
 # loop (3 transcendentals, weight ~29) already gains 1.5x at 2^12 (~2^17 work); on a
 # loaded machine the thread pool can stall for milliseconds whatever the size.
 PARALLEL_MIN_WORK = 1 << 17
+# ... and in a plan that also calls BLAS (matmul between stages). OpenBLAS's workers
+# busy-wait for a long while after each call, and Numba's prange workers then fight
+# them for the cores: W3 (MLP step) on 2 threads took 6.7-7.1 ms with its small
+# elementwise kernels under prange, 2.1-2.2 ms with them serial (BLAS still threaded).
+# Only kernels big enough to dwarf that go parallel there.
+PARALLEL_MIN_WORK_BESIDE_BLAS = 1 << 22
 # A parallel loop body over this many statements goes into a chunk function (over
 # [lo, lo + m) of the outer index) that the prange loop calls. Its array arguments are
 # marked noalias (llvm_attrs.noalias_args: LLVM leaves a loop that writes many np.empty
@@ -262,10 +269,11 @@ def _strides(shape):
 
 
 class StageEmitter:
-    def __init__(self, stage, graph, parallel):
+    def __init__(self, stage, graph, parallel, min_work=PARALLEL_MIN_WORK):
         self.stage = stage
         self.graph = graph
         self.parallel = parallel
+        self.min_work = min_work
         self.lines = []
         self.helpers = []   # chunk functions of parallel loops, emitted before the stage
         self.materialized = set(stage.inputs)
@@ -367,7 +375,7 @@ class StageEmitter:
         part_reds = [e for e in reds if _size(e.out.shape) != 1]
         only_sums = all(e.prim.name in ("sum", "mean") for e in reds)
         work = N * sum(_weight(e) for e in members)
-        par = (self.parallel and work >= PARALLEL_MIN_WORK and only_sums and
+        par = (self.parallel and work >= self.min_work and only_sums and
                (flat or not reds or all(0 not in (e.params.get("dim") or (0,))
                                          for e in part_reds) and not full_reds))
         # Allocations for materialized outputs and partial-reduction accumulators.
@@ -627,9 +635,12 @@ def compile(graph, options=None):
     steps = split_stages(graph)
     kernels = [obj for kind, obj in steps if kind == "kernel"]
     base = options.get("name", "fn")
+    blas = any(kind == "python" and not isinstance(e.prim, str) and e.prim.name == "matmul"
+               for kind, e in steps)
+    min_work = PARALLEL_MIN_WORK_BESIDE_BLAS if blas else PARALLEL_MIN_WORK
     srcs, chunk_fns = [], []
     for st in kernels:
-        em = StageEmitter(st, graph, parallel in ("auto", True))
+        em = StageEmitter(st, graph, parallel in ("auto", True), min_work)
         st.name = None
         src = em.source("KERNEL_NAME")
         # Numba's cache ignores parallel=: give the parallel variant its own name.
@@ -671,6 +682,8 @@ def compile(graph, options=None):
     # made once never pays for threads; a kernel built before loads at once.
     tiered = "prange(" in source and parallel == "auto" and not _cache.is_built(source)
     serial = source.replace("parallel=True", "parallel=False") if tiered else source
+    if "parallel=True" in serial:
+        _omp.tune()
     try:
         module, disk_hit = _cache.load_module(serial, verbose=options.get("verbose", False))
     except Exception as exc:  # a codegen gap must never reach the user as a Numba traceback

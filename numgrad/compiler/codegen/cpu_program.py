@@ -74,7 +74,8 @@ class Program:
             if self._upgrade is None:
                 return
             source, verbose = self._upgrade
-            from numgrad.compiler.codegen import cache
+            from numgrad.compiler.codegen import cache, omp
+            omp.tune()
             if verbose:
                 print("[numgrad.jit] second call: compiling the multi-threaded (prange) tier")
             try:

@@ -1,6 +1,7 @@
-"""codegen.malloc: numgrad sets glibc's mmap/trim thresholds once, at its first compile,
-and NUMGRAD_MALLOC_TUNING=0 leaves malloc alone. Run in fresh processes, since the
-setting is per process."""
+"""Process settings numgrad makes once: glibc's mmap/trim thresholds at the first
+compile (codegen.malloc), and libgomp's spin count while Numba loads its threading
+layer before the first parallel kernel (codegen.omp). Each has an opt-out variable.
+Run in fresh processes, since the settings are per process."""
 from __future__ import annotations
 
 import os
@@ -65,3 +66,45 @@ def test_tune_reports_whether_mallopt_took_the_settings(monkeypatch):
     monkeypatch.setattr(malloc, "_done", False)
     monkeypatch.setenv("NUMGRAD_MALLOC_TUNING", "0")
     assert malloc.tune() is False
+
+
+OMP_SCRIPT = r"""
+import os
+import numpy as np
+import numgrad as ng
+from numgrad.compiler.codegen import omp
+f = ng.jit(lambda x: ng.tanh(x).sum(), parallel=True)
+x = ng.tensor(np.linspace(-1, 1, 1 << 16))
+assert abs(f(x).item() - np.tanh(x.numpy()).sum()) < 1e-9
+import numba
+print(omp._done, "GOMP_SPINCOUNT" in os.environ, numba.threading_layer())
+"""
+
+
+def _run_omp(**env_extra):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for k in ("NUMGRAD_OMP_TUNING", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        env.pop(k, None)
+    env.update(env_extra)
+    out = subprocess.run([sys.executable, "-c", OMP_SCRIPT], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+def test_spin_count_is_set_only_while_numba_loads_its_threads():
+    done, left_in_env, layer = _run_omp()
+    assert done == "True" and left_in_env == "False"  # the user's environment is untouched
+    assert layer in ("omp", "tbb", "workqueue")
+
+
+def test_spin_count_respects_the_users_settings(monkeypatch):
+    from numgrad.compiler.codegen import omp
+    monkeypatch.setattr(omp, "_done", False)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert omp.tune() is False
+    monkeypatch.setattr(omp, "_done", False)
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setenv("NUMGRAD_OMP_TUNING", "0")
+    assert omp.tune() is False
+    assert "GOMP_SPINCOUNT" not in os.environ or os.environ["GOMP_SPINCOUNT"] != omp.SPINCOUNT
