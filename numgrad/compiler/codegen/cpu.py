@@ -34,7 +34,7 @@ from numgrad.compiler.codegen import cache as _cache
 from numgrad.compiler.codegen import malloc as _malloc
 from numgrad.compiler.codegen import omp as _omp
 from numgrad.compiler.ir import Eqn
-from numgrad.compiler.codegen.cpu_program import Program, cshape
+from numgrad.compiler.codegen.cpu_program import Program, cshape, first_line
 
 # Work (elements x op weight) per loop before prange pays. bench/parallel_threshold.py on
 # this 2-vCPU machine, quiet: a 4-op loop breaks even at 2^16 elements (2^18 work), W2's
@@ -699,7 +699,7 @@ def compile(graph, options=None):
 def _fallback(graph, options, base, source, exc):
     import warnings
     from numgrad.compiler.codegen import reference
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = first_line(exc)
     warnings.warn(f"numgrad could not compile a fused kernel for {base!r} ({first}); "
                   "running this graph with the NumPy reference backend instead",
                   RuntimeWarning, stacklevel=3)

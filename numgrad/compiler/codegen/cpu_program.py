@@ -14,6 +14,12 @@ import numpy as np
 _TIER_LOCK = threading.Lock()
 
 
+def first_line(exc):
+    """The first line of an exception's message, for a one-line warning."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def cshape(shape):
     """The shape a value has inside a kernel: 0-d values are 1-element arrays."""
     return tuple(shape) if shape else (1,)
@@ -81,8 +87,8 @@ class Program:
             try:
                 module, _ = cache.load_module(source, verbose=verbose)
             except Exception as exc:  # keep the serial kernels, which work
-                why = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-                warnings.warn(f"numgrad could not compile the multi-threaded kernels ({why}); "
+                warnings.warn(f"numgrad could not compile the multi-threaded kernels "
+                              f"({first_line(exc)}); "
                               "staying with the serial ones", RuntimeWarning, stacklevel=4)
                 self._upgrade = None
                 return
