@@ -668,7 +668,8 @@ def compile(graph, options=None):
         # of a long chain (W4's prange tier: 3.8 s with its own copy, 1.1 s importing).
         chunk_source = header + "\n\n".join(chunk_fns)
         try:
-            chunk_module, _ = _cache.load_module(chunk_source)
+            chunk_module, _ = _cache.load_module(chunk_source,
+                                                 verbose=options.get("verbose", False))
         except Exception as exc:
             return _fallback(graph, options, base, chunk_source, exc)
         names = re.findall(r"^def (\w+)\(", chunk_source, flags=re.M)
