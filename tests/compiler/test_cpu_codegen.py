@@ -265,3 +265,32 @@ def test_kernels_beside_blas_need_more_work_before_they_go_parallel():
                                rtol=1e-12)
     assert "prange(" in alone.source(h, b)
     assert "prange(" not in beside.source(x, w, b)
+
+
+def test_a_value_computed_from_a_sum_does_not_split_the_loop():
+    """In a Hessian-vector product the forward sums and the backward elementwise work
+    share one loop: the value made from the sums is emitted after it, so no
+    intermediate array is written and read back."""
+    torch = pytest.importorskip("torch")
+    n = 64
+
+    def gv(x, y, vx, vy):
+        gx, gy = ng.autograd.grad(w2(x, y), (x, y), create_graph=True)
+        return (gx * vx).sum() + (gy * vy).sum()
+
+    f = ng.jit(ng.value_and_grad(gv, argnums=(0, 1)))
+    rng = np.random.default_rng(11)
+    data = [rng.standard_normal(n) for _ in range(4)]
+    value, (hx, hy) = f(*[ng.tensor(a) for a in data])
+    src = f.source(*[ng.tensor(a) for a in data])
+    assert src.count(f"np.empty(({n},)") == 2  # the two outputs, no temporaries
+
+    tx, ty = (torch.tensor(a, requires_grad=True) for a in data[:2])
+    tvx, tvy = (torch.tensor(a) for a in data[2:])
+    out = (torch.tanh(tx * ty + torch.sin(tx)) * torch.exp(-ty * ty)).sum()
+    gx, gy = torch.autograd.grad(out, (tx, ty), create_graph=True)
+    s = (gx * tvx).sum() + (gy * tvy).sum()
+    ex, ey = torch.autograd.grad(s, (tx, ty))
+    np.testing.assert_allclose(value.item(), s.item(), rtol=1e-12)
+    np.testing.assert_allclose(hx.numpy(), ex.numpy(), rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(hy.numpy(), ey.numpy(), rtol=1e-11, atol=1e-13)

@@ -180,6 +180,30 @@ class Group:
         self.closed = False
 
 
+def _sink_reduction_consumers(eqns):
+    """The equations in a dataflow-equivalent order where those that use a reduction's
+    result, and that nothing else needs before the end, come last.
+
+    A value computed from a sum (the loss of a value_and_grad, say) would otherwise close
+    the loop that computes the sum as soon as it appears, and every later equation of
+    that loop's shape would start a second loop, reading back values the first one had
+    to write out (W5's Hessian-vector product wrote and re-read 14 arrays)."""
+    reds = {e.out for e in eqns if _role(e) == "red"}
+    tainted = set()
+    for e in eqns:
+        if any(v in reds or v in tainted for v in e.inputs):
+            tainted.add(e.out)
+    users = {}
+    for e in eqns:
+        for v in e.inputs:
+            users.setdefault(v, []).append(e)
+    sink = set()
+    for e in reversed(eqns):
+        if e.out in tainted and all(u.out in sink for u in users.get(e.out, ())):
+            sink.add(e.out)
+    return [e for e in eqns if e.out not in sink] + [e for e in eqns if e.out in sink]
+
+
 def group_stage(stage):
     """Assign the stage's equations to loop groups; return the emission order."""
     order, open_by_shape, producer = [], {}, {}
@@ -190,7 +214,7 @@ def group_stage(stage):
             open_by_shape.pop(g.shape, None)
             order.append(("group", g))
 
-    for e in stage.eqns:
+    for e in _sink_reduction_consumers(stage.eqns):
         role = _role(e)
         if role == "standalone":
             for v in e.inputs:
