@@ -7,6 +7,9 @@ the time from after `import numgrad` to the first result, for each run, and the
 second and third calls: with parallel="auto" a cold cache compiles the prange
 tier at the second call (see numgrad/compiler/codegen/cpu.py), so that one is
 slow once; parallel=True compiles it before the first result.
+
+Last, the floor that Numba itself sets: a process that imports numba, loads one
+cached parallel W2-like kernel and runs it once on the same data, no numgrad.
 """
 from __future__ import annotations
 
@@ -36,6 +39,30 @@ print(f"import {t1 - t0:.2f}s, first result after import {t3 - t2:.2f}s, "
       f"call 2 {t4 - t3:.3f}s, call 3 {t5 - t4:.3f}s, disk hits {f.stats.disk_hits}")
 """
 
+FLOOR_MODULE = """
+import numpy as np
+from numba import njit, prange
+
+@njit("(float64[::1], float64[::1])", cache=True, parallel=True, fastmath=True)
+def k(x, y):
+    s = 0.0
+    for i in prange(x.size):
+        s += np.tanh(x[i] * y[i] + np.sin(x[i])) * np.exp(-y[i] * y[i])
+    return s
+"""
+
+FLOOR_SCRIPT = r"""
+import sys, time
+import numpy as np
+x = np.random.randn(1000000)
+y = np.random.randn(1000000)
+t0 = time.perf_counter()
+sys.path.insert(0, sys.argv[1])
+import floor_kernel
+floor_kernel.k(x, y)
+print(f"import numba + load the cached kernel + run it: {time.perf_counter() - t0:.2f}s")
+"""
+
 
 def main():
     for parallel in ("False", '"auto"', "True"):
@@ -46,6 +73,14 @@ def main():
                 out = subprocess.run([sys.executable, "-c", SCRIPT.replace("PARALLEL", parallel)],
                                      env=env, capture_output=True, text=True, check=True)
                 print(f"  {run}: {out.stdout.strip()}")
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "floor_kernel.py"), "w") as f:
+            f.write(FLOOR_MODULE)
+        print("Numba alone (the floor under any warm start):")
+        for run in ("cold", "warm", "warm"):
+            out = subprocess.run([sys.executable, "-c", FLOOR_SCRIPT, d],
+                                 capture_output=True, text=True, check=True)
+            print(f"  {run}: {out.stdout.strip()}")
 
 
 if __name__ == "__main__":
