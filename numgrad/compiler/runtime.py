@@ -403,7 +403,11 @@ class CompiledFunctionBackward(Node):
             return result
         args = self._arrays + self._saved
         for g, v in zip(grads, plan.cot_vars):
-            args.append(np.zeros(v.shape, v.dtype) if g is None else g._data)
+            if g is None:
+                args.append(np.zeros(v.shape, v.dtype))
+            else:  # backward(gradient) may pass another float dtype; torch casts it too
+                d = g._data
+                args.append(d if d.dtype == v.dtype else d.astype(v.dtype))
         if plan.traced.probed:  # output hooks run inside the program: tell them whose
             prev = getattr(_active, "node", None)
             _active.node = self

@@ -294,3 +294,47 @@ def test_a_value_computed_from_a_sum_does_not_split_the_loop():
     np.testing.assert_allclose(value.item(), s.item(), rtol=1e-12)
     np.testing.assert_allclose(hx.numpy(), ex.numpy(), rtol=1e-11, atol=1e-13)
     np.testing.assert_allclose(hy.numpy(), ey.numpy(), rtol=1e-11, atol=1e-13)
+
+
+def _tanh_chain_rows(lib, x, w):
+    h = x
+    for _ in range(10):
+        h = lib.tanh(h * w + 0.1)
+    return (h * h).sum(dim=1)
+
+
+def test_long_two_dimensional_parallel_body_with_a_row_sum_matches_torch():
+    """A body over 24 statements on a 2-D iteration space, reducing along dim 1: a
+    chunk function with nested loops (noalias arguments, not interleaved)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(12)
+    xs, ws = rng.standard_normal((2048, 64)), rng.standard_normal(64)
+    f = ng.jit(lambda x, w: _tanh_chain_rows(ng, x, w))
+    x, w = ng.tensor(xs, requires_grad=True), ng.tensor(ws, requires_grad=True)
+    out = f(x, w)
+    assert "noalias_args()" in f.source(x, w) and "prange(" in f.source(x, w)
+    seed = rng.standard_normal(2048)
+    out.backward(ng.tensor(seed))
+    tx, tw = torch.tensor(xs, requires_grad=True), torch.tensor(ws, requires_grad=True)
+    tout = _tanh_chain_rows(torch, tx, tw)
+    tout.backward(torch.tensor(seed))
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("out_dtype,grad_dtype", [("float64", "float32"),
+                                                  ("float32", "float64")])
+def test_backward_with_a_gradient_of_another_float_dtype(out_dtype, grad_dtype):
+    """torch casts backward(gradient) to the output's dtype; the compiled backward too
+    (its kernels take exactly the dtypes they were compiled for)."""
+    torch = pytest.importorskip("torch")
+    data = np.linspace(-1, 1, 6).astype(out_dtype)
+    seed = np.linspace(2, 3, 6).astype(grad_dtype)
+    f = ng.jit(lambda x: ng.tanh(x) * 3.0)
+    x = ng.tensor(data, requires_grad=True)
+    f(x).backward(ng.tensor(seed))
+    tx = torch.tensor(data, requires_grad=True)
+    (torch.tanh(tx) * 3.0).backward(torch.tensor(seed))
+    assert x.grad.dtype == ng.float64 if out_dtype == "float64" else x.grad.dtype == ng.float32
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
