@@ -23,6 +23,10 @@ from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 
 _ndarray = np.ndarray
+# Plans are built one at a time (Numba compiles under a global lock anyway): threads that
+# make a first call together get one trace and one compile, and none sees a half-built
+# plan or module. Re-entrant: tracing may call other jitted functions.
+_BUILD_LOCK = threading.RLock()
 
 
 def _contiguous(a):
@@ -96,10 +100,13 @@ class CompiledFunction:
         key, tree, leaves, grad = self._key(args, kwargs)
         plan = self._plans.get(key)
         if plan is None:
-            plan = Plan(self, args, kwargs, tree, leaves, grad)
-            self._plans[key] = plan
-        else:
-            self.stats.cache_hits += 1
+            with _BUILD_LOCK:
+                plan = self._plans.get(key)
+                if plan is None:
+                    plan = Plan(self, args, kwargs, tree, leaves, grad)
+                    self._plans[key] = plan
+                    return plan, leaves
+        self.stats.cache_hits += 1
         return plan, leaves
 
     def __call__(self, *args, **kwargs):

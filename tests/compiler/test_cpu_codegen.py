@@ -338,3 +338,24 @@ def test_backward_with_a_gradient_of_another_float_dtype(out_dtype, grad_dtype):
     (torch.tanh(tx) * 3.0).backward(torch.tensor(seed))
     assert x.grad.dtype == ng.float64 if out_dtype == "float64" else x.grad.dtype == ng.float32
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
+def test_first_calls_from_several_threads_build_one_plan(tmp_path, monkeypatch):
+    """Threads calling a new jitted function together get one trace and one compile,
+    never a half-imported kernel module, and (tiers included) the same bits."""
+    from concurrent.futures import ThreadPoolExecutor
+    monkeypatch.setenv("NUMGRAD_CACHE_DIR", str(tmp_path))
+    f = ng.jit(ng.value_and_grad(w2, argnums=(0, 1)))
+    x = ng.tensor(np.linspace(-1, 1, 20000))
+    y = ng.tensor(np.linspace(1, -1, 20000))
+
+    def call(_):
+        return _run_w2(f, x, y)
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(call, range(12)))
+    assert f.stats.traces == 1 and f.stats.compiles == 1
+    for r in results[1:]:
+        for a, b in zip(r, results[0]):
+            assert np.array_equal(a, b)
+    np.testing.assert_allclose(results[0][0], w2(x, y).item(), rtol=1e-12)

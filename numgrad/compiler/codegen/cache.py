@@ -15,6 +15,11 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
+
+# One import at a time: a module is in sys.modules before its body has run (Numba's
+# cache needs that), and another thread must not take it from there half-made.
+_LOAD_LOCK = threading.RLock()
 
 _HELPER_FILES = ("scalar.py", "scalar_vec.py", "vmath_ir.py", "llvm_attrs.py")
 
@@ -61,6 +66,11 @@ def _disk_hits(module):
 
 def load_module(source: str, verbose=False):
     """Import (writing first if needed) the module for ``source``; ``(module, disk_hit)``."""
+    with _LOAD_LOCK:
+        return _load_module(source, verbose)
+
+
+def _load_module(source, verbose):
     name = module_name(source)
     mod = sys.modules.get(name)
     if mod is not None:
