@@ -66,7 +66,7 @@ def promote_operands(prim, args):
     n = len(args)
     if n == 1:
         a = args[0]
-        if type(a) is Tensor:
+        if type(a) is Tensor and (not prim.floating or a._data.dtype.kind == "f"):
             return args, [a._data]
     elif n == 2:
         a, b = args
@@ -94,6 +94,8 @@ def promote_operands(prim, args):
         else:
             raise _type_error(prim, a)
     rd = _dt.promote(keys)
+    if prim.floating and not rd.is_floating_point:
+        rd = _dt.default_float
     tensors = [a if isinstance(a, Tensor) else _make(np.asarray(a, rd.np)) for a in args]
     datas = []
     for t in tensors:

@@ -41,13 +41,20 @@ def _np_sign(x):
 neg = defop("neg", inputs=("x",), impl=np.negative, kind=E, lowering="(-{0})")
 abs_ = defop("abs", inputs=("x",), impl=np.abs, kind=E, lowering="abs({0})")
 sign = defop("sign", inputs=("x",), impl=_np_sign, kind=E, lowering="sign({0})")
-exp = defop("exp", inputs=("x",), impl=np.exp, kind=E, lowering="exp({0})")
-log = defop("log", inputs=("x",), impl=np.log, kind=E, lowering="log({0})")
-sqrt = defop("sqrt", inputs=("x",), impl=np.sqrt, kind=E, lowering="sqrt({0})")
-sin = defop("sin", inputs=("x",), impl=np.sin, kind=E, lowering="sin({0})")
-cos = defop("cos", inputs=("x",), impl=np.cos, kind=E, lowering="cos({0})")
-tanh = defop("tanh", inputs=("x",), impl=np.tanh, kind=E, lowering="tanh({0})")
-sigmoid = defop("sigmoid", inputs=("x",), impl=_np_sigmoid, kind=E, lowering="sigmoid({0})")
+exp = defop("exp", inputs=("x",), impl=np.exp, kind=E, lowering="exp({0})",
+             floating=True)
+log = defop("log", inputs=("x",), impl=np.log, kind=E, lowering="log({0})",
+             floating=True)
+sqrt = defop("sqrt", inputs=("x",), impl=np.sqrt, kind=E, lowering="sqrt({0})",
+              floating=True)
+sin = defop("sin", inputs=("x",), impl=np.sin, kind=E, lowering="sin({0})",
+             floating=True)
+cos = defop("cos", inputs=("x",), impl=np.cos, kind=E, lowering="cos({0})",
+             floating=True)
+tanh = defop("tanh", inputs=("x",), impl=np.tanh, kind=E, lowering="tanh({0})",
+              floating=True)
+sigmoid = defop("sigmoid", inputs=("x",), impl=_np_sigmoid, kind=E, lowering="sigmoid({0})",
+                 floating=True)
 relu = defop("relu", inputs=("x",), impl=_np_relu, kind=E, lowering="relu({0})")
 clone = defop("clone", inputs=("x",), impl=np.copy, kind=E, lowering="{0}")
 to_dtype = defop("to_dtype", inputs=("x",), params=("dtype",), node="ToCopyBackward0",

@@ -26,6 +26,9 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
   the name of a backend lowering (``"reduce"``, ``"matmul"``, ``"layout"``...).
 - ``view``: the result may alias the first input's storage (shares its version
   counter, as PyTorch's views do).
+- ``floating``: an elementwise op whose result is always floating (exp, tanh...):
+  integer and bool operands are promoted to the default float dtype first, as
+  PyTorch does (``tanh`` of an int64 tensor is float32, not NumPy's float64).
 
 ``defvjp`` takes one rule per input, in order (``None``: no gradient flows to
 that input). A rule takes the incoming gradient ``g`` (a Tensor) and asks for
@@ -55,9 +58,10 @@ REGISTRY: dict[str, "Primitive"] = {}
 
 class Primitive:
     __slots__ = ("name", "inputs", "params", "impl", "kind", "abstract", "node", "lowering",
-                 "view", "vjps", "needs", "variadic")
+                 "view", "vjps", "needs", "variadic", "floating")
 
-    def __init__(self, name, inputs, params, impl, kind, abstract, node, lowering, view):
+    def __init__(self, name, inputs, params, impl, kind, abstract, node, lowering, view,
+                 floating=False):
         self.name = name
         self.inputs = tuple(inputs)
         self.variadic = len(self.inputs) == 1 and self.inputs[0].startswith("*")
@@ -68,6 +72,7 @@ class Primitive:
         self.node = node
         self.lowering = lowering
         self.view = view
+        self.floating = floating  # int/bool operands computed in the default float dtype
         self.vjps = None   # one rule per input (a single rule if variadic); None: no grad
         self.needs = ()    # per rule, the names it asks for
 
@@ -111,12 +116,12 @@ class Primitive:
 
 
 def defop(name, *, inputs, impl, params=(), kind="other", abstract=None, node=None,
-          lowering=None, view=False) -> Primitive:
+          lowering=None, view=False, floating=False) -> Primitive:
     if name in REGISTRY:
         raise ValueError(f"primitive {name!r} registered twice")
     if kind == "other" and abstract is None:
         raise TypeError(f"primitive {name!r} of kind 'other' needs an abstract (shape) rule")
     node = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
-    prim = Primitive(name, inputs, params, impl, kind, abstract, node, lowering, view)
+    prim = Primitive(name, inputs, params, impl, kind, abstract, node, lowering, view, floating)
     REGISTRY[name] = prim
     return prim

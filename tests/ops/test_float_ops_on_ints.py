@@ -1,0 +1,28 @@
+"""exp, log, sqrt, sin, cos, tanh and sigmoid of int64 or bool tensors compute in the
+default float dtype (float32), as PyTorch's do; NumPy alone would give float64 (or
+float16 for bool). Eager and @ng.jit agree with torch on dtype and values."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import numgrad as ng
+
+torch = pytest.importorskip("torch")
+
+OPS = ["exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid"]
+DATA = {"int64": [0, 1, 2, 7], "bool": [True, False, True, True]}
+_JIT = {op: ng.jit(lambda x, op=op: getattr(ng, op)(x)) for op in OPS}
+
+
+@pytest.mark.parametrize("kind", sorted(DATA))
+@pytest.mark.parametrize("op", OPS)
+def test_float_op_of_integer_tensor_matches_torch(op, kind):
+    want = getattr(torch, op)(torch.tensor(DATA[kind]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # log(0) = -inf, as torch gives
+        for got in (getattr(ng, op)(ng.tensor(DATA[kind])), _JIT[op](ng.tensor(DATA[kind]))):
+            assert got.dtype == ng.float32
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
