@@ -33,12 +33,20 @@ def _np_div(x, y):
     return out.astype(np.float32) if x.dtype.kind in "biu" and y.dtype.kind in "biu" else out
 
 
+def _np_neg(x):
+    if x.dtype == np.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    return np.negative(x)
+
+
 def _np_sign(x):
     return np.sign(x)
 
 
 # ------------------------------------------------------------------ unary
-neg = defop("neg", inputs=("x",), impl=np.negative, kind=E, lowering="(-{0})")
+neg = defop("neg", inputs=("x",), impl=_np_neg, kind=E, lowering="(-{0})")
 abs_ = defop("abs", inputs=("x",), impl=np.abs, kind=E, lowering="abs({0})")
 sign = defop("sign", inputs=("x",), impl=_np_sign, kind=E, lowering="sign({0})")
 exp = defop("exp", inputs=("x",), impl=np.exp, kind=E, lowering="exp({0})",

@@ -111,6 +111,8 @@ def clamp(x, min=None, max=None):
         if max is not None:
             out = E.minimum(out, max)
         return out
+    if not x.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
+        x = E.to_dtype(x, dtype=_dt.default_float.np)  # torch: int clamped to 2.5 is float
     return E.clamp(x, min=min, max=max)
 
 

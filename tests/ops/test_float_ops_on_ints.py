@@ -26,3 +26,22 @@ def test_float_op_of_integer_tensor_matches_torch(op, kind):
         for got in (getattr(ng, op)(ng.tensor(DATA[kind])), _JIT[op](ng.tensor(DATA[kind]))):
             assert got.dtype == ng.float32
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_clamp_of_ints_with_float_bounds_is_float_as_in_torch():
+    want = torch.clamp(torch.tensor([1, 2, 3]), 0.5, 2.5)
+    for got in (ng.clamp(ng.tensor([1, 2, 3]), 0.5, 2.5),
+                ng.jit(lambda x: ng.clamp(x, 0.5, 2.5))(ng.tensor([1, 2, 3]))):
+        assert got.dtype == ng.float32
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    kept = ng.tensor([1, 2, 3]).clamp(0, 2)  # integer bounds keep the integer dtype
+    assert kept.dtype == ng.int64 and kept.tolist() == [1, 2, 2]
+
+
+def test_negating_a_bool_tensor_raises_torchs_error_eager_and_compiled():
+    with pytest.raises(RuntimeError) as want:
+        -torch.tensor([True, False])
+    for call in (lambda x: -x, ng.jit(lambda x: -x)):
+        with pytest.raises(RuntimeError) as got:
+            call(ng.tensor([True, False]))
+        assert str(got.value) == str(want.value)
