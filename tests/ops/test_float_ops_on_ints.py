@@ -45,3 +45,17 @@ def test_negating_a_bool_tensor_raises_torchs_error_eager_and_compiled():
         with pytest.raises(RuntimeError) as got:
             call(ng.tensor([True, False]))
         assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("base,exp", [("float32", "bool"), ("float64", "bool"),
+                                      ("float64", "int64"), ("float32", "int64")])
+def test_float_to_the_power_of_an_integer_tensor_compiles_and_matches_torch(base, exp):
+    """x ** (bool or int tensor): the cast exponent once made LLVM emit a powi libcall
+    that Numba's JIT cannot resolve, and the compiled call segfaulted."""
+    xs = np.array([0.5, -1.5, 2.0, 3.0], dtype=base)
+    es = np.array([True, False, True, False]) if exp == "bool" else np.array([2, 3, -1, 0])
+    want = torch.tensor(xs) ** torch.tensor(es)
+    for got in (ng.tensor(xs) ** ng.tensor(es),
+                ng.jit(lambda x, e: x ** e)(ng.tensor(xs), ng.tensor(es))):
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
