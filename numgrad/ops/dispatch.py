@@ -63,6 +63,10 @@ def _type_error(prim, x):
 def promote_operands(prim, args):
     """Tensors stay as given (they are what the graph records); scalars become 0-d
     tensors; payloads are cast to the common dtype, as PyTorch's type promotion says."""
+    if prim.check is not None:
+        msg = prim.check(args)
+        if msg is not None:
+            raise RuntimeError(msg)
     n = len(args)
     if n == 1:
         a = args[0]

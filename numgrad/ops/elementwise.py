@@ -12,6 +12,7 @@ import numpy as np
 
 from numgrad.ops.dispatch import apply
 from numgrad.ops.registry import defop
+from numgrad.tensor import Tensor
 
 E = "elementwise"
 
@@ -39,6 +40,34 @@ def _np_neg(x):
                            "you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
     return np.negative(x)
+
+
+def _is_bool(a):
+    if isinstance(a, Tensor):
+        return a.dtype.np == np.bool_
+    return isinstance(a, (bool, np.bool_))
+
+
+def _sub_check(operands):
+    bools = sum(_is_bool(a) for a in operands)
+    if bools == 2 and all(isinstance(a, Tensor) for a in operands):
+        return ("Subtraction, the `-` operator, with two bool tensors is not supported. Use "
+                "the `^` or `logical_xor()` operator instead.")
+    if bools:
+        return ("Subtraction, the `-` operator, with a bool tensor is not supported. If you "
+                "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                "instead.")
+    return None
+
+
+def _np_pow(x, y):
+    if x.dtype.kind in "biu" and y.dtype.kind in "biu" and np.any(y < 0):
+        # NumPy refuses integers to negative powers; PyTorch gives what C's integer
+        # arithmetic does: 1 for 1, +-1 for -1, 0 for anything else.
+        pos = np.power(x, np.where(y < 0, 0, y))
+        neg = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 0, 1, -1), 0))
+        return np.where(y < 0, neg, pos).astype(pos.dtype)
+    return np.power(x, y)
 
 
 def _np_sign(x):
@@ -140,10 +169,11 @@ clamp.defvjp(_clamp_vjp)
 
 # ----------------------------------------------------------------- binary
 add = defop("add", inputs=("x", "y"), impl=np.add, kind=E, lowering="({0} + {1})")
-sub = defop("sub", inputs=("x", "y"), impl=np.subtract, kind=E, lowering="({0} - {1})")
+sub = defop("sub", inputs=("x", "y"), impl=np.subtract, kind=E, lowering="({0} - {1})",
+            check=_sub_check)
 mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} * {1})")
 div = defop("div", inputs=("x", "y"), impl=_np_div, kind=E, lowering="({0} / {1})")
-pow_ = defop("pow", inputs=("x", "y"), impl=np.power, kind=E, node="PowBackward1",
+pow_ = defop("pow", inputs=("x", "y"), impl=_np_pow, kind=E, node="PowBackward1",
              lowering="power({0}, {1})")
 maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E, lowering="maximum({0}, {1})")
 minimum = defop("minimum", inputs=("x", "y"), impl=np.minimum, kind=E, lowering="minimum({0}, {1})")

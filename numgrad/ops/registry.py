@@ -29,6 +29,9 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
 - ``floating``: an elementwise op whose result is always floating (exp, tanh...):
   integer and bool operands are promoted to the default float dtype first, as
   PyTorch does (``tanh`` of an int64 tensor is float32, not NumPy's float64).
+- ``check(operands)``: for operands PyTorch refuses that NumPy would take (``sub`` of
+  bools), returns PyTorch's message, raised as a RuntimeError before any promotion;
+  None when the operands are fine.
 
 ``defvjp`` takes one rule per input, in order (``None``: no gradient flows to
 that input). A rule takes the incoming gradient ``g`` (a Tensor) and asks for
@@ -58,10 +61,10 @@ REGISTRY: dict[str, "Primitive"] = {}
 
 class Primitive:
     __slots__ = ("name", "inputs", "params", "impl", "kind", "abstract", "node", "lowering",
-                 "view", "vjps", "needs", "variadic", "floating")
+                 "view", "vjps", "needs", "variadic", "floating", "check")
 
     def __init__(self, name, inputs, params, impl, kind, abstract, node, lowering, view,
-                 floating=False):
+                 floating=False, check=None):
         self.name = name
         self.inputs = tuple(inputs)
         self.variadic = len(self.inputs) == 1 and self.inputs[0].startswith("*")
@@ -73,6 +76,7 @@ class Primitive:
         self.lowering = lowering
         self.view = view
         self.floating = floating  # int/bool operands computed in the default float dtype
+        self.check = check  # check(operands) -> message of a RuntimeError, or None
         self.vjps = None   # one rule per input (a single rule if variadic); None: no grad
         self.needs = ()    # per rule, the names it asks for
 
@@ -116,12 +120,13 @@ class Primitive:
 
 
 def defop(name, *, inputs, impl, params=(), kind="other", abstract=None, node=None,
-          lowering=None, view=False, floating=False) -> Primitive:
+          lowering=None, view=False, floating=False, check=None) -> Primitive:
     if name in REGISTRY:
         raise ValueError(f"primitive {name!r} registered twice")
     if kind == "other" and abstract is None:
         raise TypeError(f"primitive {name!r} of kind 'other' needs an abstract (shape) rule")
     node = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
-    prim = Primitive(name, inputs, params, impl, kind, abstract, node, lowering, view, floating)
+    prim = Primitive(name, inputs, params, impl, kind, abstract, node, lowering, view, floating,
+                     check)
     REGISTRY[name] = prim
     return prim

@@ -645,6 +645,8 @@ class StageEmitter:
             if lo is not None:
                 return f"clamp_min({x}, {_literal(lo, dt)})"
             return f"clamp_max({x}, {_literal(hi, dt)})"
+        if name == "pow" and dt.kind in "iu":
+            return f"ipower({args[0]}, {args[1]})"
         if name in ("sin", "cos") and e.inputs[0] in self.paired:
             return f"{name}_paired({args[0]})"  # see vmath_ir.sin_paired
         return e.prim.lowering.format(*args, **{k: v for k, v in e.params.items()})

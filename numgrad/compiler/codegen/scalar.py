@@ -84,5 +84,18 @@ def power(a, b):
     return a ** b
 
 
+@njit(inline="always")
+def ipower(a, b):
+    # Integer powers as PyTorch computes them: negative exponents give 1 for 1, +-1
+    # for -1, 0 otherwise (the eager impl does the same on NumPy).
+    if b >= 0:
+        return a ** b
+    if a == 1:
+        return a
+    if a == -1:
+        return a if b % 2 else -a
+    return a * 0
+
+
 HELPERS = ["exp", "log", "tanh", "sigmoid", "sin", "cos", "sqrt", "relu", "sign", "clamp",
-           "clamp_min", "clamp_max", "maximum", "minimum", "power"]
+           "clamp_min", "clamp_max", "maximum", "minimum", "power", "ipower"]

@@ -1,6 +1,12 @@
-"""exp, log, sqrt, sin, cos, tanh and sigmoid of int64 or bool tensors compute in the
-default float dtype (float32), as PyTorch's do; NumPy alone would give float64 (or
-float16 for bool). Eager and @ng.jit agree with torch on dtype and values."""
+"""Integer and bool operands, where NumPy's rules differ from PyTorch's; eager and
+@ng.jit must agree with torch (dtype, values, errors). Found by a dtype fuzz of the
+elementwise ops against torch.
+
+- exp, log, sqrt, sin, cos, tanh, sigmoid of int64/bool compute in float32 (NumPy:
+  float64, or float16 for bool);
+- clamp of ints with float bounds is float32; x ** integer tensors; integer powers
+  with negative exponents (NumPy refuses them);
+- -bool and bool subtraction raise torch's RuntimeError."""
 from __future__ import annotations
 
 import warnings
@@ -59,3 +65,39 @@ def test_float_to_the_power_of_an_integer_tensor_compiles_and_matches_torch(base
                 ng.jit(lambda x, e: x ** e)(ng.tensor(xs), ng.tensor(es))):
         assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+SUB_CASES = [("f32", "b"), ("b", "i64"), ("b", "b"), ("i64", True), (True, "f32")]
+_VAL = {"f32": ([0.5, -1.0, 2.0], "float32"), "i64": ([1, -2, 3], "int64"),
+        "b": ([True, False, True], "bool")}
+
+
+def _operand(lib, key):
+    if not isinstance(key, str):
+        return key
+    data, dt = _VAL[key]
+    return lib.tensor(data, dtype=getattr(lib, dt)) if lib is torch else \
+        ng.tensor(np.array(data, dtype=dt))
+
+
+@pytest.mark.parametrize("a,b", SUB_CASES)
+def test_subtraction_with_a_bool_operand_raises_torchs_error(a, b):
+    with pytest.raises(RuntimeError) as want:
+        _operand(torch, a) - _operand(torch, b)
+    with pytest.raises(RuntimeError) as got:
+        _operand(ng, a) - _operand(ng, b)
+    assert str(got.value) == str(want.value)
+    if isinstance(a, str) and isinstance(b, str):
+        with pytest.raises(RuntimeError) as got:
+            ng.jit(lambda x, y: x - y)(_operand(ng, a), _operand(ng, b))
+        assert str(got.value) == str(want.value)
+
+
+def test_integer_powers_with_negative_exponents_follow_torch():
+    xs = np.array([1, -1, -1, 2, 0, -3, 5, 7])
+    es = np.array([-3, -2, -3, -1, -2, 2, 0, 1])
+    want = (torch.tensor(xs) ** torch.tensor(es)).numpy()
+    for got in (ng.tensor(xs) ** ng.tensor(es),
+                ng.jit(lambda x, e: x ** e)(ng.tensor(xs), ng.tensor(es))):
+        assert got.dtype == ng.int64
+        np.testing.assert_array_equal(got.numpy(), want)
