@@ -25,6 +25,8 @@ def _np_sigmoid(x):
 
 
 def _np_relu(x):
+    if x.dtype == np.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
     return np.maximum(x, np.zeros((), x.dtype))
 
 
@@ -71,12 +73,18 @@ def _np_pow(x, y):
 
 
 def _np_sign(x):
-    return np.sign(x)
+    return x.copy() if x.dtype == np.bool_ else np.sign(x)  # torch: sign of a bool is itself
+
+
+def _np_abs(x):
+    if x.dtype == np.bool_:
+        raise NotImplementedError('"abs_cpu" not implemented for \'Bool\'')
+    return np.abs(x)
 
 
 # ------------------------------------------------------------------ unary
 neg = defop("neg", inputs=("x",), impl=_np_neg, kind=E, lowering="(-{0})")
-abs_ = defop("abs", inputs=("x",), impl=np.abs, kind=E, lowering="abs({0})")
+abs_ = defop("abs", inputs=("x",), impl=_np_abs, kind=E, lowering="abs({0})")
 sign = defop("sign", inputs=("x",), impl=_np_sign, kind=E, lowering="sign({0})")
 exp = defop("exp", inputs=("x",), impl=np.exp, kind=E, lowering="exp({0})",
              floating=True)

@@ -101,3 +101,20 @@ def test_integer_powers_with_negative_exponents_follow_torch():
                 ng.jit(lambda x, e: x ** e)(ng.tensor(xs), ng.tensor(es))):
         assert got.dtype == ng.int64
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("op", ["abs", "relu"])
+def test_abs_and_relu_refuse_bool_as_torch_does(op):
+    with pytest.raises((RuntimeError, NotImplementedError)) as want:
+        getattr(torch, op)(torch.tensor([True, False]))
+    for call in (getattr(ng, op), ng.jit(lambda x: getattr(ng, op)(x))):
+        with pytest.raises(type(want.value)) as got:
+            call(ng.tensor([True, False]))
+        assert str(got.value) == str(want.value)
+
+
+def test_sign_of_bool_is_the_bool_itself():
+    want = torch.sign(torch.tensor([True, False]))
+    for got in (ng.sign(ng.tensor([True, False])),
+                ng.jit(lambda x: ng.sign(x))(ng.tensor([True, False]))):
+        assert got.dtype == ng.bool and got.tolist() == want.tolist()
