@@ -43,9 +43,11 @@ class Tracer:
             return d
         a = np.asarray(d)
         v = self._const_of.get(id(d))
-        if v is None and a.size > 1 and 0 in a.strides:
+        if v is None and any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
             # A broadcast constant (ones(()) expanded by a vjp): keep the small base and
-            # record the expand, so kernels read one value instead of a big array.
+            # record the expand, so kernels read one value instead of a big array. (A
+            # zero stride on a length-1 axis broadcasts nothing: NumPy leaves it on
+            # contiguous arrays, and treating it as a broadcast recursed for ever.)
             base = a[tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)]
             from numgrad.ops.layout import expand_p
             v = self.process(expand_p, [np.ascontiguousarray(base)], {"shape": a.shape})

@@ -500,9 +500,11 @@ class StageEmitter:
             acc = f"acc_{e.out.name}"
             if e.prim.name == "mean":
                 acc = f"{acc} / {_literal(N, e.out.dtype)}"
-            self.emit(f"{self.name(e.out)} = np.empty(1, np.{e.out.dtype.name})")
-            self.emit(f"{self.name(e.out)}[0] = {acc}")
-            self.emit(f"{self.flat(e.out)} = {self.name(e.out)}")
+            # In its own shape: a keepdim sum of a (1, 1) value is (1, 1), not (1,).
+            self.emit(f"{self.name(e.out)} = np.empty({cshape(e.out.shape)}, "
+                      f"np.{e.out.dtype.name})")
+            self.emit(f"{self.flat(e.out)} = {self.name(e.out)}.reshape(1)")
+            self.emit(f"{self.flat(e.out)}[0] = {acc}")
         for e in part_reds:
             if e.prim.name == "mean":
                 cnt = _size(e.inputs[0].shape) // _size(e.out.shape)
