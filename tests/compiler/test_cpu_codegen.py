@@ -359,3 +359,19 @@ def test_first_calls_from_several_threads_build_one_plan(tmp_path, monkeypatch):
         for a, b in zip(r, results[0]):
             assert np.array_equal(a, b)
     np.testing.assert_allclose(results[0][0], w2(x, y).item(), rtol=1e-12)
+
+
+def test_a_read_only_array_captured_as_a_constant():
+    """Kernels take writeable C arrays; a read-only constant (a closed-over tensor on a
+    read-only NumPy array, or the engine's cached ones) is copied once, not refused."""
+    arr = np.linspace(0, 1, 12).reshape(3, 4)
+    arr.flags.writeable = False
+    c = ng.from_numpy(arr)
+    f = ng.jit(lambda x: (ng.tanh(x) * c).sum())
+    data = np.linspace(-1, 1, 12).reshape(3, 4)
+    x = ng.tensor(data, requires_grad=True)
+    out = f(x)
+    out.backward()
+    np.testing.assert_allclose(out.item(), (np.tanh(data) * arr).sum(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), (1 - np.tanh(data) ** 2) * arr, rtol=1e-12)
+    assert not arr.flags.writeable  # the user's array is untouched

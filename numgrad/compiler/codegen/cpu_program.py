@@ -37,7 +37,9 @@ class Program:
         self.module = module
         self._inputs = graph.inputs
         self._outputs = [(v, v.shape) for v in graph.outputs]
-        self._consts = [(v, np.ascontiguousarray(a.reshape(cshape(a.shape))))
+        # Kernels are compiled for writeable C arrays; a constant may be a read-only
+        # array (the engine's cached ones), so copy those once here.
+        self._consts = [(v, _ready(np.ascontiguousarray(a.reshape(cshape(a.shape)))))
                         for v, a in graph.consts.items()]
         # (source, verbose) of the prange tier, compiled at the second call (codegen.cpu).
         self._upgrade = upgrade
