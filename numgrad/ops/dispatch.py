@@ -64,9 +64,9 @@ def promote_operands(prim, args):
     """Tensors stay as given (they are what the graph records); scalars become 0-d
     tensors; payloads are cast to the common dtype, as PyTorch's type promotion says."""
     if prim.check is not None:
-        msg = prim.check(args)
-        if msg is not None:
-            raise RuntimeError(msg)
+        error = prim.check(args)
+        if error is not None:
+            raise error
     n = len(args)
     if n == 1:
         a = args[0]

@@ -25,8 +25,6 @@ def _np_sigmoid(x):
 
 
 def _np_relu(x):
-    if x.dtype == np.bool_:
-        raise RuntimeError("Boolean inputs not supported for relu")
     return np.maximum(x, np.zeros((), x.dtype))
 
 
@@ -36,29 +34,30 @@ def _np_div(x, y):
     return out.astype(np.float32) if x.dtype.kind in "biu" and y.dtype.kind in "biu" else out
 
 
-def _np_neg(x):
-    if x.dtype == np.bool_:
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
-                           "you are trying to invert a mask, use the `~` or `logical_not()` "
-                           "operator instead.")
-    return np.negative(x)
-
-
 def _is_bool(a):
     if isinstance(a, Tensor):
         return a.dtype.np == np.bool_
     return isinstance(a, (bool, np.bool_))
 
 
+def _refuse_bool(exc_type, message):
+    """A registry ``check``: PyTorch refuses bool operands of this op, with this error."""
+    def check(operands):
+        return exc_type(message) if any(_is_bool(a) for a in operands) else None
+    return check
+
+
+_MASK_HINT = "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+
+
 def _sub_check(operands):
     bools = sum(_is_bool(a) for a in operands)
     if bools == 2 and all(isinstance(a, Tensor) for a in operands):
-        return ("Subtraction, the `-` operator, with two bool tensors is not supported. Use "
-                "the `^` or `logical_xor()` operator instead.")
+        return RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if bools:
-        return ("Subtraction, the `-` operator, with a bool tensor is not supported. If you "
-                "are trying to invert a mask, use the `~` or `logical_not()` operator "
-                "instead.")
+        return RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                            "supported. " + _MASK_HINT)
     return None
 
 
@@ -76,31 +75,24 @@ def _np_sign(x):
     return x.copy() if x.dtype == np.bool_ else np.sign(x)  # torch: sign of a bool is itself
 
 
-def _np_abs(x):
-    if x.dtype == np.bool_:
-        raise NotImplementedError('"abs_cpu" not implemented for \'Bool\'')
-    return np.abs(x)
+def _floating(name, impl):
+    """A unary op with an always-floating result, lowered to the helper of its name."""
+    return defop(name, inputs=("x",), impl=impl, kind=E, lowering=name + "({0})",
+                 floating=True)
 
 
 # ------------------------------------------------------------------ unary
-neg = defop("neg", inputs=("x",), impl=_np_neg, kind=E, lowering="(-{0})")
-abs_ = defop("abs", inputs=("x",), impl=_np_abs, kind=E, lowering="abs({0})")
+neg = defop("neg", inputs=("x",), impl=np.negative, kind=E, lowering="(-{0})",
+            check=_refuse_bool(RuntimeError, "Negation, the `-` operator, on a bool tensor "
+                               "is not supported. " + _MASK_HINT))
+abs_ = defop("abs", inputs=("x",), impl=np.abs, kind=E, lowering="abs({0})",
+             check=_refuse_bool(NotImplementedError, '"abs_cpu" not implemented for \'Bool\''))
 sign = defop("sign", inputs=("x",), impl=_np_sign, kind=E, lowering="sign({0})")
-exp = defop("exp", inputs=("x",), impl=np.exp, kind=E, lowering="exp({0})",
-             floating=True)
-log = defop("log", inputs=("x",), impl=np.log, kind=E, lowering="log({0})",
-             floating=True)
-sqrt = defop("sqrt", inputs=("x",), impl=np.sqrt, kind=E, lowering="sqrt({0})",
-              floating=True)
-sin = defop("sin", inputs=("x",), impl=np.sin, kind=E, lowering="sin({0})",
-             floating=True)
-cos = defop("cos", inputs=("x",), impl=np.cos, kind=E, lowering="cos({0})",
-             floating=True)
-tanh = defop("tanh", inputs=("x",), impl=np.tanh, kind=E, lowering="tanh({0})",
-              floating=True)
-sigmoid = defop("sigmoid", inputs=("x",), impl=_np_sigmoid, kind=E, lowering="sigmoid({0})",
-                 floating=True)
-relu = defop("relu", inputs=("x",), impl=_np_relu, kind=E, lowering="relu({0})")
+exp, log, sqrt, sin, cos, tanh = (_floating(n, getattr(np, n))
+                                  for n in ("exp", "log", "sqrt", "sin", "cos", "tanh"))
+sigmoid = _floating("sigmoid", _np_sigmoid)
+relu = defop("relu", inputs=("x",), impl=_np_relu, kind=E, lowering="relu({0})",
+             check=_refuse_bool(RuntimeError, "Boolean inputs not supported for relu"))
 clone = defop("clone", inputs=("x",), impl=np.copy, kind=E, lowering="{0}")
 to_dtype = defop("to_dtype", inputs=("x",), params=("dtype",), node="ToCopyBackward0",
                  impl=lambda x, dtype: x.astype(dtype), kind="other",

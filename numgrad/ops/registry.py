@@ -29,9 +29,9 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
 - ``floating``: an elementwise op whose result is always floating (exp, tanh...):
   integer and bool operands are promoted to the default float dtype first, as
   PyTorch does (``tanh`` of an int64 tensor is float32, not NumPy's float64).
-- ``check(operands)``: for operands PyTorch refuses that NumPy would take (``sub`` of
-  bools), returns PyTorch's message, raised as a RuntimeError before any promotion;
-  None when the operands are fine.
+- ``check(operands)``: for operands PyTorch refuses that NumPy would take (bools in
+  ``sub``, ``neg``, ``abs``, ``relu``), returns PyTorch's exception, raised before any
+  promotion (so eager mode and the tracer refuse alike); None when the operands are fine.
 
 ``defvjp`` takes one rule per input, in order (``None``: no gradient flows to
 that input). A rule takes the incoming gradient ``g`` (a Tensor) and asks for
@@ -76,7 +76,7 @@ class Primitive:
         self.lowering = lowering
         self.view = view
         self.floating = floating  # int/bool operands computed in the default float dtype
-        self.check = check  # check(operands) -> message of a RuntimeError, or None
+        self.check = check  # check(operands) -> the exception to raise, or None
         self.vjps = None   # one rule per input (a single rule if variadic); None: no grad
         self.needs = ()    # per rule, the names it asks for
 
