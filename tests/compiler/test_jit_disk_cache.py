@@ -35,6 +35,20 @@ x = ng.tensor([[0.5, -1.0, 1.5], [2.0, -0.25, 0.75]], requires_grad=True)
 w = ng.tensor([[1.0, 0.5, -0.5], [0.25, -1.5, 2.0]])
 out = f(x, w)
 out.backward()
+# numba.np.linalg is imported by Numba's registry refresh and by nothing numgrad runs:
+# its absence says the kernels were loaded without that refresh (codegen.numba_load).
+refreshed = "numba.np.linalg" in sys.modules
+# and the kernels allocate with codegen.arrays_ir, so nothing needs Numba's array helpers
+arrayobj = "numba.np.arrayobj" in sys.modules
+user_numba = None
+if "--then-user-numba" in sys.argv:  # the user's own Numba code still compiles after it
+    import numba
+
+    @numba.njit
+    def needs_registries(n):
+        d = {"norm": np.linalg.norm(np.arange(n) * 1.0)}
+        return d["norm"] + len(str(n))
+    user_numba = needs_registries(4)
 misses = 0
 for name, mod in list(sys.modules.items()):
     if name.startswith("numgrad_kernels_"):
@@ -46,7 +60,8 @@ s = f.stats
 print("NUMGRAD_STATS " + json.dumps({
     "traces": s.traces, "compiles": s.compiles, "cache_hits": s.cache_hits,
     "disk_hits": s.disk_hits, "kernels": s.kernels, "numba_misses": misses,
-    "value": float(out.detach().numpy()), "grad": x.grad.numpy().tolist()}))
+    "value": float(out.detach().numpy()), "grad": x.grad.numpy().tolist(),
+    "refreshed": refreshed, "arrayobj": arrayobj, "user_numba": user_numba}))
 """
 
 X = np.array([[0.5, -1.0, 1.5], [2.0, -0.25, 0.75]], dtype=np.float32)
@@ -60,12 +75,12 @@ def _expected():
     return out.item(), tx.grad.numpy()
 
 
-def run_script(cache_dir):
-    env = dict(os.environ)
+def run_script(cache_dir, *args, **env_vars):
+    env = dict(os.environ, **env_vars)
     env["NUMGRAD_CACHE_DIR"] = str(cache_dir)
     env["NUMGRAD_VECTOR_MATH"] = "0"
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("NUMGRAD_STATS ")]
@@ -119,6 +134,21 @@ def test_second_process_loads_kernels_from_disk(warm_cache, tmp_path):
     assert second["traces"] == 1 and second["kernels"] == warm_cache[1]["kernels"]
     after = {p: os.path.getmtime(p) for p in _modules(d) + _numba_files(d)}
     assert after == before  # nothing new written
+    assert not second["refreshed"]  # loaded without Numba's registry refresh
+    assert not second["arrayobj"]  # nor its compiled array helpers' environments
+
+
+def test_light_load_leaves_numba_able_to_compile_user_code(warm_cache, tmp_path):
+    d = _copy_of(warm_cache[0], tmp_path)
+    stats = run_script(d, "--then-user-numba")
+    assert stats["disk_hits"] > 0 and not stats["refreshed"]
+    assert stats["user_numba"] == pytest.approx(np.linalg.norm(np.arange(4.0)) + 1)
+
+
+def test_light_load_can_be_turned_off(warm_cache, tmp_path):
+    d = _copy_of(warm_cache[0], tmp_path)
+    stats = run_script(d, NUMGRAD_LIGHT_LOAD="0")
+    assert stats["disk_hits"] > 0 and stats["refreshed"]
 
 
 @pytest.mark.parametrize("how", ["truncate_module", "garble_module"])

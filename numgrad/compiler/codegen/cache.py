@@ -17,11 +17,13 @@ import sys
 import tempfile
 import threading
 
+from .numba_load import light_cache_loads
+
 # One import at a time: a module is in sys.modules before its body has run (Numba's
 # cache needs that), and another thread must not take it from there half-made.
 _LOAD_LOCK = threading.RLock()
 
-_HELPER_FILES = ("scalar.py", "scalar_vec.py", "vmath_ir.py", "llvm_attrs.py")
+_HELPER_FILES = ("scalar.py", "scalar_vec.py", "vmath_ir.py", "llvm_attrs.py", "arrays_ir.py")
 
 
 def cache_dir() -> str:
@@ -129,7 +131,8 @@ def _import(name, path):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod  # before exec: Numba's cache looks the module up by name
-    spec.loader.exec_module(mod)
+    with light_cache_loads():
+        spec.loader.exec_module(mod)
     return mod
 
 

@@ -322,7 +322,7 @@ class StageEmitter:
         args = ", ".join(self.name(v) for v in st.inputs)
         self.lines = []
         for v in st.inputs:
-            self.emit(f"{self.flat(v)} = {self.name(v)}.reshape({_size(v.shape)})")
+            self.emit(f"{self.flat(v)} = view({self.name(v)}, {_size(v.shape)})")
         order = group_stage(st)
         users = {}
         for e in st.eqns:
@@ -350,7 +350,7 @@ class StageEmitter:
             else:
                 self.emit_group(obj)
         rets = [self.name(v) if v not in self.graph.consts or _size(v.shape) > 1
-                else f"np.full(1, {self.const_literal(v)})" for v in st.outputs]
+                else f"full(1, {self.const_literal(v)})" for v in st.outputs]
         ret = "(" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")"
         self.emit(f"return {ret}")
         eqn_lines = "\n".join(f"#   {e!r}" for e in st.eqns)
@@ -367,11 +367,11 @@ class StageEmitter:
         # Only reshape stands alone: the flat data is shared, so it is free.
         out, src = e.out, e.inputs[0]
         if src in self.graph.consts and src not in self.materialized:
-            self.emit(f"{self.name(src)} = np.full({cshape(src.shape)}, {self.const_literal(src)})")
-            self.emit(f"{self.flat(src)} = {self.name(src)}.reshape({_size(src.shape)})")
+            self.emit(f"{self.name(src)} = full({cshape(src.shape)}, {self.const_literal(src)})")
+            self.emit(f"{self.flat(src)} = view({self.name(src)}, {_size(src.shape)})")
             self.materialized.add(src)
         self.emit(f"{self.flat(out)} = {self.flat(src)}")
-        self.emit(f"{self.name(out)} = {self.flat(out)}.reshape({cshape(out.shape)})")
+        self.emit(f"{self.name(out)} = view({self.flat(out)}, {cshape(out.shape)})")
         self.materialized.add(out)
 
     # --------------------------------------------------------------- groups
@@ -405,12 +405,12 @@ class StageEmitter:
         # Allocations for materialized outputs and partial-reduction accumulators.
         mat = [e.out for e in members if _role(e) == "ew" and e.out in self.needed_outside]
         for v in mat:
-            self.emit(f"{self.name(v)} = np.empty({cshape(v.shape)}, np.{v.dtype.name})")
-            self.emit(f"{self.flat(v)} = {self.name(v)}.reshape({_size(v.shape)})")
+            self.emit(f"{self.name(v)} = alloc({cshape(v.shape)}, np.{v.dtype.name})")
+            self.emit(f"{self.flat(v)} = view({self.name(v)}, {_size(v.shape)})")
         for e in part_reds:
             init = self._red_init(e)
-            self.emit(f"{self.name(e.out)} = np.full({cshape(e.out.shape)}, {init})")
-            self.emit(f"{self.flat(e.out)} = {self.name(e.out)}.reshape({_size(e.out.shape)})")
+            self.emit(f"{self.name(e.out)} = full({cshape(e.out.shape)}, {init})")
+            self.emit(f"{self.flat(e.out)} = view({self.name(e.out)}, {_size(e.out.shape)})")
         for e in full_reds:
             self.emit(f"acc_{e.out.name} = {self._red_init(e)}")
         # Hoist single-element reads out of the loop.
@@ -440,7 +440,7 @@ class StageEmitter:
             size = -(-outer // min(outer, PARALLEL_CHUNKS))
             chunks = -(-outer // size)
             for e in full_reds:
-                self.emit(f"parts_{e.out.name} = np.empty({chunks}, np.{e.out.dtype.name})")
+                self.emit(f"parts_{e.out.name} = alloc({chunks}, np.{e.out.dtype.name})")
             outer_lines, self.lines = self.lines, []
         first = "range(m)" if chunk else f"prange({outer})" if par else f"range({outer})"
         depth = 1
@@ -501,9 +501,9 @@ class StageEmitter:
             if e.prim.name == "mean":
                 acc = f"{acc} / {_literal(N, e.out.dtype)}"
             # In its own shape: a keepdim sum of a (1, 1) value is (1, 1), not (1,).
-            self.emit(f"{self.name(e.out)} = np.empty({cshape(e.out.shape)}, "
+            self.emit(f"{self.name(e.out)} = alloc({cshape(e.out.shape)}, "
                       f"np.{e.out.dtype.name})")
-            self.emit(f"{self.flat(e.out)} = {self.name(e.out)}.reshape(1)")
+            self.emit(f"{self.flat(e.out)} = view({self.name(e.out)}, 1)")
             self.emit(f"{self.flat(e.out)}[0] = {acc}")
         for e in part_reds:
             if e.prim.name == "mean":
