@@ -56,9 +56,12 @@ def light_cache_loads():
     if cache is None:
         yield
         return
-    original = cache.__dict__["load_overload"]
+    original = cache.__dict__.get("load_overload")  # None: inherited, so delete ours after
     cache.load_overload = _light_load_overload
     try:
         yield
     finally:
-        cache.load_overload = original
+        if original is None:
+            del cache.load_overload
+        else:
+            cache.load_overload = original
