@@ -3,6 +3,7 @@
 | pass  | what it does |
 |-------|--------------|
 | fold  | evaluates equations whose inputs are all constants (constant folding) |
+| transpose | computes ``(A @ B).T`` as ``B.T @ A.T``, so gradients come out C-contiguous |
 | cse   | merges equations that compute the same thing from the same inputs |
 | dce   | drops equations nothing reads (hooks are kept: they have side effects) |
 
@@ -16,8 +17,9 @@ import os
 from numgrad.compiler.passes.fold import fold
 from numgrad.compiler.passes.cse import cse
 from numgrad.compiler.passes.dce import dce
+from numgrad.compiler.passes.transpose import transpose
 
-PIPELINE = [fold, cse, dce]
+PIPELINE = [fold, transpose, cse, dce]
 
 
 def optimize(graph, verbose=False):
