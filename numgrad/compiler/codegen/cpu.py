@@ -313,6 +313,13 @@ class StageEmitter:
     def emit(self, line, depth=1):
         self.lines.append("    " * depth + line)
 
+    def new_array(self, v, fill=None):
+        """Allocate ``v`` (filled with the literal ``fill``, if given) and its flat view."""
+        make = (f"alloc({cshape(v.shape)}, np.{v.dtype.name})" if fill is None
+                else f"full({cshape(v.shape)}, {fill})")
+        self.emit(f"{self.name(v)} = {make}")
+        self.emit(f"{self.flat(v)} = view({self.name(v)}, {_size(v.shape)})")
+
     def const_literal(self, v):
         a = self.graph.consts[v]
         return _literal(a.reshape(-1)[0], v.dtype)
@@ -367,8 +374,7 @@ class StageEmitter:
         # Only reshape stands alone: the flat data is shared, so it is free.
         out, src = e.out, e.inputs[0]
         if src in self.graph.consts and src not in self.materialized:
-            self.emit(f"{self.name(src)} = full({cshape(src.shape)}, {self.const_literal(src)})")
-            self.emit(f"{self.flat(src)} = view({self.name(src)}, {_size(src.shape)})")
+            self.new_array(src, fill=self.const_literal(src))
             self.materialized.add(src)
         self.emit(f"{self.flat(out)} = {self.flat(src)}")
         self.emit(f"{self.name(out)} = view({self.flat(out)}, {cshape(out.shape)})")
@@ -405,12 +411,9 @@ class StageEmitter:
         # Allocations for materialized outputs and partial-reduction accumulators.
         mat = [e.out for e in members if _role(e) == "ew" and e.out in self.needed_outside]
         for v in mat:
-            self.emit(f"{self.name(v)} = alloc({cshape(v.shape)}, np.{v.dtype.name})")
-            self.emit(f"{self.flat(v)} = view({self.name(v)}, {_size(v.shape)})")
+            self.new_array(v)
         for e in part_reds:
-            init = self._red_init(e)
-            self.emit(f"{self.name(e.out)} = full({cshape(e.out.shape)}, {init})")
-            self.emit(f"{self.flat(e.out)} = view({self.name(e.out)}, {_size(e.out.shape)})")
+            self.new_array(e.out, fill=self._red_init(e))
         for e in full_reds:
             self.emit(f"acc_{e.out.name} = {self._red_init(e)}")
         # Hoist single-element reads out of the loop.
@@ -501,9 +504,7 @@ class StageEmitter:
             if e.prim.name == "mean":
                 acc = f"{acc} / {_literal(N, e.out.dtype)}"
             # In its own shape: a keepdim sum of a (1, 1) value is (1, 1), not (1,).
-            self.emit(f"{self.name(e.out)} = alloc({cshape(e.out.shape)}, "
-                      f"np.{e.out.dtype.name})")
-            self.emit(f"{self.flat(e.out)} = view({self.name(e.out)}, 1)")
+            self.new_array(e.out)
             self.emit(f"{self.flat(e.out)}[0] = {acc}")
         for e in part_reds:
             if e.prim.name == "mean":
