@@ -94,6 +94,13 @@ _NONLEAF_GRAD_WARNING = (
     "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.")
 
 
+# Set by the jit tracer while some thread traces: ``_capture(t)`` returns the traced stand-in
+# of a concrete tensor the traced function reached from outside its arguments (a closure,
+# global or attribute), or ``t`` itself where it is a constant. Read before concrete data is
+# used, so a captured parameter becomes an input of the plan instead of a frozen value.
+_capture = None
+
+
 class Tensor:
     """An n-dimensional array that can record the operations applied to it.
 
@@ -216,6 +223,8 @@ class Tensor:
     def grad(self):
         if self.grad_fn is not None and not self._retains_grad:
             warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        if _capture is not None and self._grad is not None:
+            return _capture(self._grad, owner=self)
         return self._grad
 
     @grad.setter
@@ -264,6 +273,10 @@ class Tensor:
         """
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if _capture is not None and type(self._data) is np.ndarray:
+            lifted = _capture(self)
+            if lifted is not self:
+                return lifted.register_hook(hook)
         if self.grad_fn is not None:
             interp = getattr(self._data, "_ng_interpreter", None)
             if interp is not None:  # traced: the hook becomes a boundary in the backward graph
@@ -287,7 +300,12 @@ class Tensor:
     def detach(self):
         """A tensor sharing storage and version counter, outside the graph."""
         data = self._data
-        if type(data) is not np.ndarray and getattr(data, "_ng_interpreter", None) is not None:
+        if type(data) is np.ndarray:
+            if _capture is not None:
+                lifted = _capture(self)
+                if lifted is not self:
+                    return lifted.detach()
+        elif getattr(data, "_ng_interpreter", None) is not None:
             data = data._ng_interpreter.detach(data)  # traced: a stop-gradient annotation
         return Tensor._make(data, None, self._vc)
 
@@ -303,6 +321,10 @@ class Tensor:
     def data(self):
         # Like PyTorch: same storage, but its own version counter (that is what makes
         # `.data` unsafe and `detach()` the safe spelling).
+        if _capture is not None and type(self._data) is np.ndarray:
+            lifted = _capture(self)
+            if lifted is not self:
+                return lifted.data
         return Tensor._make(self._data)
 
     @data.setter
@@ -321,17 +343,21 @@ class Tensor:
                             "tensor to host memory first.")
         return self._concrete()
 
-    def _concrete(self):
+    def _concrete(self, reason=None):
         data = self._data
         if type(data) is not np.ndarray:
             conc = getattr(data, "_ng_concrete", None)
             if conc is None:
                 raise TypeError("a tensor without concrete data cannot be converted")
-            return conc()
+            return conc(reason)
+        if _capture is not None:
+            lifted = _capture(self)
+            if lifted is not self:  # the value of a captured tensor would be frozen in
+                return lifted._concrete(reason)
         return data
 
     def __array__(self, dtype=None, copy=None):
-        a = self._concrete()
+        a = self._concrete("array")
         return a if dtype is None else a.astype(dtype)
 
     def item(self):

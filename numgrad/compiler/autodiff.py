@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from numgrad.autograd import engine
 from numgrad.autograd.graph import Node
 from numgrad.compiler import pytree
 from numgrad.compiler.ir import Graph
-from numgrad.compiler.tracer import Tracer, TracingError
+from numgrad.compiler.tracer import RandomWatch, Tracer, TracingError
 from numgrad.grad_mode import set_grad_enabled
 from numgrad.tensor import Tensor
 
@@ -40,35 +42,46 @@ class Traced:
     out_fn_names: list = field(default_factory=list)  # eager grad_fn name of each output
     bumps: dict = field(default_factory=dict)        # primal position -> in-place op count
     probed: set = field(default_factory=set)         # backward slots whose hooks run inside
+    captures: list = field(default_factory=list)     # tensors lifted from outside the arguments
+    #                                                  (inputs after the arguments' tensors)
+    constants: list = field(default_factory=list)    # (tensor, version) baked in as constants
+    grad_reads: list = field(default_factory=list)   # (owner, .grad tensor) read while tracing
+    executed: object = None                          # code objects that ran (None: unknown)
 
 
-def trace(fn, args, kwargs, grad_enabled, name=None):
+def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
+    """Trace ``fn``; ``reachable`` (id -> tensor) names the tensors outside the arguments
+    that the guard scan found, which become implicit inputs when the function reads them."""
     tree, leaves = pytree.flatten((tuple(args), dict(kwargs)))
     tracer = Tracer(name or getattr(fn, "__name__", "fn"))
-    inputs, wrt = [], []
-    new_leaves = []
-    for leaf in leaves:
-        if isinstance(leaf, Tensor):
-            v = tracer.new_input(leaf.shape, leaf._data.dtype)
-            v.requires_grad = leaf.requires_grad
-            t = Tensor._make(v)
-            t._requires_grad = leaf.requires_grad
-            if leaf.grad_fn is not None:
-                # A non-leaf input stays a non-leaf inside, so in-place ops on it are allowed
-                # as in eager mode; gradients are taken at this entry edge (kept in `wrt`
-                # even if an in-place op moves `t` on).
-                t.grad_fn = TracedInput()
-            inputs.append(t)
-            wrt.append(Tensor._make(v, t.grad_fn, t._vc) if t.grad_fn is not None else t)
-            new_leaves.append(t)
-        else:
-            new_leaves.append(leaf)
-    originals = [t._data for t in inputs]
+    tracer.reachable = reachable or {}
+    inputs, wrt, originals = [], [], []
+
+    def enter(leaf):
+        v = tracer.new_input(leaf.shape, leaf._data.dtype)
+        v.requires_grad = leaf.requires_grad
+        t = Tensor._make(v)
+        t._requires_grad = leaf.requires_grad
+        if leaf.grad_fn is not None:
+            # A non-leaf input stays a non-leaf inside, so in-place ops on it are allowed
+            # as in eager mode; gradients are taken at this entry edge (kept in `wrt`
+            # even if an in-place op moves `t` on).
+            t.grad_fn = TracedInput()
+        inputs.append(t)
+        wrt.append(Tensor._make(v, t.grad_fn, t._vc) if t.grad_fn is not None else t)
+        originals.append(v)
+        return t
+
+    new_leaves = [enter(leaf) if isinstance(leaf, Tensor) else leaf for leaf in leaves]
+    tracer.lift = enter      # captured tensors enter the same way, after the arguments
     a, k = pytree.unflatten(tree, new_leaves)
     try:
-        with set_grad_enabled(grad_enabled):
+        with set_grad_enabled(grad_enabled), tracer, RandomWatch() as watch:
             result = fn(*a, **k)
-        out_tree, out_leaves = pytree.flatten(result)
+            out_tree, out_leaves = pytree.flatten(result)
+            # A captured tensor returned as it is: the caller gets that very tensor back.
+            out_leaves = [tracer.capture(x) if isinstance(x, Tensor)
+                          and type(x._data) is np.ndarray else x for x in out_leaves]
         outs, out_req, aliases, out_names = [], [], {}, []
         for j, leaf in enumerate(out_leaves):
             if not isinstance(leaf, Tensor):
@@ -108,15 +121,20 @@ def trace(fn, args, kwargs, grad_enabled, name=None):
                 probed = _probe_outputs_used_inside(graph, n_fwd, outs, out_leaves, req_out)
                 cts = [Tensor._make(tracer.new_input(outs[j].shape, outs[j].dtype))
                        for j in req_out]
-                gs = engine.grad([out_leaves[j] for j in req_out], [wrt[i] for i in req_in],
-                                 grad_outputs=cts, retain_graph=True, allow_unused=True)
+                tracer.lift = None  # the backward adds no captures (it may not add inputs)
+                with tracer:        # hooks may read captured tensors: those are known now
+                    gs = engine.grad([out_leaves[j] for j in req_out],
+                                     [wrt[i] for i in req_in], grad_outputs=cts,
+                                     retain_graph=True, allow_unused=True)
                 for i, g in zip(req_in, gs):
                     grads[i] = None if g is None else tracer.var_of(g._data)
                 cot_of = req_out
     finally:
         tracer.active = False
+    constants = [(t, t._vc.value) for t in tracer.constants.values()]
     return Traced(graph, n_primals, n_fwd, outs, out_tree, out_req, grads, cot_of, writebacks,
-                  leaf_hooks, aliases, n_visible, hidden, out_names, bumps, probed)
+                  leaf_hooks, aliases, n_visible, hidden, out_names, bumps, probed,
+                  list(tracer.captures), constants, list(tracer.grad_reads), watch.executed)
 
 
 class TracedInput(Node):

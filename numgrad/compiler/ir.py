@@ -58,9 +58,9 @@ class Var:
         return f"{self.name}:{self.type_str()}"
 
     # Concrete access while tracing means Python control flow on a tensor's value.
-    def _ng_concrete(self):
+    def _ng_concrete(self, reason=None):
         if self._ng_interpreter is not None:
-            self._ng_interpreter.concrete_access(self)
+            self._ng_interpreter.concrete_access(self, reason)
         raise TypeError("a traced value has no concrete data outside its trace")
 
     def _ng_repr(self):

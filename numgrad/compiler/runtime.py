@@ -16,9 +16,10 @@ import time
 import numpy as np
 
 from numgrad.autograd.graph import Node, edge_of, describe, _FREED, _sequence
-from numgrad.compiler import autodiff, pytree
+from numgrad.compiler import autodiff, guards, pytree
 from numgrad.compiler.codegen import get_backend
 from numgrad.compiler.passes import optimize
+from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 
@@ -51,8 +52,10 @@ def _leaf_key(x):
     if isinstance(x, Tensor):
         d = x._data
         return (d.shape, d.dtype.str, x._requires_grad, str(x.device))
-    if isinstance(x, (int, float, bool, str, type(None), complex)):
-        return ("const", type(x).__name__, x)
+    if isinstance(x, (int, float, bool, str, type(None), complex, np.generic)):
+        # By bits: 0.0 and -0.0 get plans of their own, and NaN finds its plan again.
+        return ("const", guards.scalar_key(x.item() if isinstance(x, np.generic) else x),
+                type(x).__name__)
     if isinstance(x, np.ndarray):
         return ("array", x.shape, x.dtype.str, x.tobytes())
     try:
@@ -90,6 +93,11 @@ class CompiledFunction:
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
 
+    @property
+    def _ng_jit_fn(self):
+        """What this compiled function runs (the guard scan walks into it)."""
+        return self.fn
+
     # --------------------------------------------------------------- calls
     def _key(self, args, kwargs):
         tree, leaves = pytree.flatten((args, kwargs))
@@ -99,10 +107,11 @@ class CompiledFunction:
     def _plan(self, args, kwargs):
         key, tree, leaves, grad = self._key(args, kwargs)
         plan = self._plans.get(key)
-        if plan is None:
+        if plan is None or not plan.guard_ok():
             with _BUILD_LOCK:
                 plan = self._plans.get(key)
-                if plan is None:
+                if plan is None or not plan.guard_ok():
+                    # New signature, or something the trace read has changed: trace again.
                     plan = Plan(self, args, kwargs, tree, leaves, grad)
                     self._plans[key] = plan
                     return plan, leaves
@@ -110,6 +119,10 @@ class CompiledFunction:
         return plan, leaves
 
     def __call__(self, *args, **kwargs):
+        if current_tracer() is not None:
+            # Called while another function is traced: inline, as JAX does, so the outer plan
+            # fuses across it and values traced by the outer function may flow in.
+            return self.fn(*args, **kwargs)
         # Fast path (the common call): positional tensors only, guard on a flat key.
         if not kwargs:
             key = [is_grad_enabled()]
@@ -122,17 +135,12 @@ class CompiledFunction:
                 key.append((d.shape, d.dtype.num, a._requires_grad))
             else:
                 plan = self._fast.get(tuple(key))
-                if plan is not None:
+                if plan is not None and (plan.guard is None or plan.guard()):
                     self.stats.cache_hits += 1
                     return plan.run(args)
                 plan, leaves = self._plan(args, kwargs)
                 self._fast[tuple(key)] = plan
                 return plan.run(leaves)
-        tree, leaves = pytree.flatten((args, kwargs))
-        for x in leaves:
-            if isinstance(x, Tensor) and getattr(x._data, "_ng_interpreter", None) is not None:
-                # Called inside another trace: inline, so the outer plan fuses across it.
-                return self.fn(*args, **kwargs)
         plan, leaves = self._plan(args, kwargs)
         return plan.run(leaves)
 
@@ -158,8 +166,15 @@ class Plan:
         self.tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
         verbose = owner.verbose
         name = getattr(owner.fn, "__name__", "fn")
-        tr = autodiff.trace(owner.fn, args, kwargs, grad, name)
+        scan = guards.scan(owner.fn, args, kwargs)
+        tr = autodiff.trace(owner.fn, args, kwargs, grad, name,
+                            reachable={i: t for i, (t, _) in scan.tensors.items()})
         owner.stats.traces += 1
+        # Captured tensors are inputs after the arguments' tensors; the guard checks that
+        # each is still the one its path reaches, and everything else the trace read.
+        self.captured = tr.captures
+        self.guard = guards.build(scan, tr.captures + [t for t, _ in tr.constants],
+                                  tr.constants, tr.grad_reads, tr.executed, name)
         self.traced = tr
         self.out_tree = tr.out_tree
         self.n_out = len(tr.outputs)
@@ -184,6 +199,9 @@ class Plan:
                                   if v in wanted and v not in prim_set]
             self.grad_pos = [i for i, v in enumerate(tr.grads) if v is not None]
             self.cot_vars = [tr.outputs[j] for j in tr.cotangent_of]
+            # A backward that reads no input and no saved value frees nothing: a second
+            # backward through it works, as through eager `b + 1` (AddBackward saves nothing).
+            self.saves = bool(n_saved or self.check_inputs or self.check_outputs)
             programs = [self.fwd, self.bwd]
         else:
             fwd = autodiff.forward_only(tr)
@@ -194,6 +212,8 @@ class Plan:
                                                             else "fwd_nograd"))
             programs = [self.fwd]
         self._joint = None
+        if not self.grad:
+            self.saves = False
         stats = owner.stats
         stats.compiles += 1
         stats.kernels = sum(p.kernels for p in programs)
@@ -217,6 +237,9 @@ class Plan:
             print(f"[numgrad.jit] {name}: traced and compiled {len(programs)} program(s), "
                   f"{stats.kernels} kernel(s) in {time.perf_counter() - t0:.2f}s")
 
+    def guard_ok(self):
+        return self.guard is None or self.guard()
+
     @property
     def joint_graph(self):
         """The forward and derived backward in one graph (for ``trace``), built when asked:
@@ -232,13 +255,15 @@ class Plan:
         if self._one_output is not None:
             # The usual shape of a call: tensors in, one tensor out, nothing written back.
             tensors = [leaves[i] for i in self.tensor_pos]
+            if self.captured:
+                tensors += self.captured
             arrays = [_contiguous(t._data) for t in tensors]
             res = self.fwd(arrays)
             if not self.grad:
                 return Tensor._make(res[0])
             node = CompiledFunctionBackward(self, tensors, arrays, res[1:1 + self.n_saved])
             return Tensor._make(res[0], node, None, self._one_output)
-        tensors = [leaves[i] for i in self.tensor_pos]
+        tensors = [leaves[i] for i in self.tensor_pos] + self.captured
         arrays = [_contiguous(t._data) for t in tensors]
         tr = self.traced
         res = self.fwd(arrays)
@@ -299,12 +324,20 @@ class Plan:
 
     def _make_bwd_fn(self):
         fn, tree, template = self.owner.fn, self.tree, list(self.leaves_template)
-        pos, n_t = self.tensor_pos, len(self.tensor_pos)
+        pos, n_args = self.tensor_pos, len(self.tensor_pos)
+        n_t = n_args + len(self.captured)
+        captured = list(self.captured)
         cot_of, grad_pos, hidden = self.traced.cotangent_of, self.grad_pos, self.traced.hidden
 
         def backward_of(*ts_and_cts):
             from numgrad.autograd import engine
             ts, cts = ts_and_cts[:n_t], ts_and_cts[n_t:]
+            # The captured tensors come in as arguments: fn, which reads them from outside,
+            # must see these stand-ins, so that the grads w.r.t. them are taken.
+            tracer = current_tracer()
+            if tracer is not None:
+                for c, t in zip(captured, ts[n_args:]):
+                    tracer.alias_capture(c, t)
             # Gradients are taken where the inputs enter, even if fn modifies them in place.
             wrt = [Tensor._make(t._data, t.grad_fn, t._vc, t._output_nr)
                    if t.grad_fn is not None else t for t in ts]
@@ -430,6 +463,8 @@ class CompiledFunctionBackward(Node):
         return result
 
     def _release(self):
+        if not self._plan.saves:
+            return
         self._freed = True
         self._saved = None
         self._arrays = None

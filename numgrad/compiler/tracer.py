@@ -7,12 +7,38 @@ hooks reach the tracer through the same seam and become annotations.
 """
 from __future__ import annotations
 
+import os
+import pickle
+import random
+import sys
+import sysconfig
+import threading
+
 import numpy as np
 
 from numgrad.compiler.ir import Eqn, Graph, Var
 from numgrad.errors import TracingError, user_location as where_in_user_code
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.ops.dispatch import broadcast_shapes
+
+_tensor_module = sys.modules["numgrad.tensor"]  # not ng.tensor, the factory
+
+_tls = threading.local()        # .stack: the tracers running on this thread, innermost last
+_active_lock = threading.Lock()
+_n_active = 0                   # tracers running on any thread
+
+
+def current_tracer():
+    """The innermost trace running on this thread, or None."""
+    stack = getattr(_tls, "stack", None)
+    return stack[-1] if stack else None
+
+
+def _capture(t, owner=None):
+    tracer = current_tracer()
+    if tracer is None or type(t._data) is not np.ndarray:
+        return t
+    return tracer.capture(t, owner)
 
 
 class Tracer:
@@ -25,6 +51,57 @@ class Tracer:
         self._dtype_cache = {}
         self.leaf_hooks = []    # (input position, hook) registered on inputs while tracing
         self.active = True
+        # Captures: concrete tensors from outside the arguments, lifted to implicit inputs.
+        self.reachable = {}     # id -> tensor: what the guard scan found a path to
+        self.lift = None        # set by autodiff.trace: tensor -> traced input tensor
+        self.captures = []      # the captured tensors, in input order (after the arguments)
+        self._lifted = {}       # id(captured tensor) -> its traced stand-in
+        self.constants = {}     # id -> concrete tensors read as constants (version-guarded)
+        self.grad_reads = []    # (owner, grad tensor) for `.grad` read while tracing
+
+    # ------------------------------------------------------- captures
+    def __enter__(self):
+        global _n_active
+        stack = getattr(_tls, "stack", None)
+        if stack is None:
+            stack = _tls.stack = []
+        stack.append(self)
+        with _active_lock:
+            _n_active += 1
+            _tensor_module._capture = _capture
+        return self
+
+    def __exit__(self, *exc):
+        global _n_active
+        _tls.stack.pop()
+        with _active_lock:
+            _n_active -= 1
+            if _n_active == 0:
+                _tensor_module._capture = None
+
+    def alias_capture(self, t, stand_in):
+        """Make reads of the captured tensor ``t`` see ``stand_in`` (already an input)."""
+        self._lifted[id(t)] = stand_in
+
+    def capture(self, t, owner=None):
+        """The traced stand-in for a concrete tensor ``t`` read while tracing.
+
+        A tensor that requires grad, or that the guard scan found outside the arguments,
+        becomes an implicit input (its data is read at every call); anything else (a
+        constant made inside the function) is baked in, guarded by its version counter."""
+        got = self._lifted.get(id(t))
+        if got is not None:
+            return got
+        if owner is not None:
+            self.grad_reads.append((owner, t))
+        if not (t._requires_grad or id(t) in self.reachable or owner is not None) \
+                or self.lift is None:
+            self.constants[id(t)] = t
+            return t
+        lifted = self.lift(t)
+        self._lifted[id(t)] = lifted
+        self.captures.append(t)
+        return lifted
 
     # ----------------------------------------------------------- values
     def new_input(self, shape, dtype):
@@ -105,12 +182,28 @@ class Tracer:
     def detach(self, var):
         return self.record("detach", [var], var.shape, var.dtype, ann={"detach": True})
 
-    def concrete_access(self, var):
+    def concrete_access(self, var, reason=None):
+        where = where_in_user_code()
+        if reason == "array":
+            raise TracingError(
+                f"NumPy was handed a traced tensor ({var.type_str()}) {where}: inside @ng.jit, "
+                "tensors have no values to give NumPy. Use numgrad's ops on tensors "
+                "(ng.tanh(x), not np.tanh(x)), and turn a NumPy array into a tensor before "
+                "mixing it in (x * ng.tensor(arr)).")
+        if var in self._captured_vars():
+            raise TracingError(
+                f"the value of a tensor captured from outside the function is read {where} "
+                f"({var.type_str()}): @ng.jit would freeze it into the compiled plan, so later "
+                "changes to the tensor would be missed. Use tensor ops on it, or pass the "
+                "value as a non-tensor argument.")
         raise TracingError(
-            f"tensor-dependent Python control flow {where_in_user_code()}: this needs the value "
+            f"tensor-dependent Python control flow {where}: this needs the value "
             f"of a traced tensor ({var.type_str()}), but @ng.jit traces with shapes and dtypes "
             "only. Use ng.where(cond, a, b) to select by value, or pass the value as a "
             "non-tensor argument (it then becomes a compile-time constant).")
+
+    def _captured_vars(self):
+        return {t._data for t in self._lifted.values() if isinstance(t._data, Var)}
 
     def wrap_hook(self, tensor, hook):
         """A hook registered on a traced tensor becomes a boundary in the backward graph."""
@@ -128,6 +221,7 @@ class _TracedHook:
 
     def __call__(self, g):
         from numgrad.tensor import Tensor
+
         var = self.tracer.var_of(g._data)
         out = self.tracer.record("hook", [var], var.shape, var.dtype, params={"fn": self.hook},
                                  ann={"hook": True})
@@ -136,3 +230,75 @@ class _TracedHook:
 
 def _param_key(params):
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+
+class RandomWatch:
+    """Refuses a trace that drew from a global random generator: the numbers drawn would be
+    frozen into the plan, so every call would see the same ones. To name the line, the user's
+    frames are traced line by line while tracing (only when no debugger or coverage tool has
+    a trace function installed already); the generators' states are compared at each line."""
+
+    _LIBS = tuple({os.path.dirname(os.path.dirname(os.path.abspath(__file__)))} | {
+        os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib", "purelib", "platlib")})
+
+    def __enter__(self):
+        from numgrad import creation
+        self.gens = [("NumPy's global random generator (np.random.*)",
+                      lambda: np.random.mtrand._rand),
+                     ("Python's random module", lambda: random._inst),
+                     ("numgrad's random generator (ng.rand, ng.randn, ...)",
+                      lambda: creation._rng)]
+        self.before = self._states()
+        self.where = None
+        self.executed = set()   # code objects of the user's frames that ran
+        self._last = self.before
+        self._lines = {}
+        self._tracing = sys.gettrace() is None
+        if self._tracing:
+            sys.settrace(self._global)
+        return self
+
+    def _states(self):
+        out = []
+        for _, get in self.gens:
+            g = get()
+            st = g.getstate() if isinstance(g, random.Random) else (
+                g.get_state() if isinstance(g, np.random.RandomState) else g.bit_generator.state)
+            out.append((id(g), pickle.dumps(st)))
+        return out
+
+    def _global(self, frame, event, arg):
+        if os.path.abspath(frame.f_code.co_filename).startswith(self._LIBS):
+            return None
+        self.executed.add(frame.f_code)
+        return self._local if self.where is None else None
+
+    def _local(self, frame, event, arg):
+        if self.where is not None:
+            return None
+        now = self._states()
+        if now != self._last:
+            line = self._lines.get(frame, frame.f_lineno)
+            import linecache
+            text = linecache.getline(frame.f_code.co_filename, line).strip()
+            self.where = f"at {frame.f_code.co_filename}:{line}" + (f": `{text}`" if text else "")
+            return None
+        self._lines[frame] = frame.f_lineno
+        return self._local
+
+    def __exit__(self, exc_type, *exc):
+        if self._tracing:
+            sys.settrace(None)
+        else:
+            self.executed = None  # unknown: a debugger owns the trace function
+        self._lines = None
+        if exc_type is not None:
+            return False
+        for (what, _), before, now in zip(self.gens, self.before, self._states()):
+            if now != before:
+                raise TracingError(
+                    f"the function draws from {what} {self.where or 'while tracing'}: @ng.jit "
+                    "would freeze the numbers drawn during tracing into the compiled plan, so "
+                    "every call would see the same ones. Draw them outside the jitted "
+                    "function and pass them in as tensor arguments.")
+        return False

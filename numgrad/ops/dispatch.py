@@ -10,6 +10,8 @@ the only place tracing plugs into eager code.
 """
 from __future__ import annotations
 
+import sys
+
 import numbers
 
 import numpy as np
@@ -18,6 +20,9 @@ from numgrad import dtypes as _dt
 from numgrad.autograd.graph import Node, SavedTensor, edge_of, _sequence
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
+
+# The module, not ng.tensor (the factory that shadows it on the package).
+_tensor_module = sys.modules["numgrad.tensor"]
 
 _ndarray = np.ndarray
 _make = Tensor._make
@@ -117,6 +122,8 @@ def to_dtype_prim():
 
 def apply(prim, *args, **params):
     """Evaluate ``prim`` on ``args`` and record its backward node when grad mode asks."""
+    if _tensor_module._capture is not None:  # a trace is running: lift captured tensors
+        args = _lift(prim, args)
     if prim.kind != OTHER:
         tensors, datas = promote_operands(prim, args)
         if len(datas) != len(prim.inputs):
@@ -152,6 +159,14 @@ def apply(prim, *args, **params):
         base = tensors[0]
         out._base = base._base if base._base is not None else base
     return out
+
+
+def _lift(prim, args):
+    capture = _tensor_module._capture
+    if prim.variadic and args and isinstance(args[0], (list, tuple)):
+        return (type(args[0])(capture(a) if type(a) is Tensor else a for a in args[0]),
+                ) + tuple(args[1:])
+    return tuple(capture(a) if type(a) is Tensor else a for a in args)
 
 
 def _arity_error(prim, args):
