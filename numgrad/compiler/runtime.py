@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
 import time
 
@@ -22,6 +23,8 @@ from numgrad.compiler.passes import optimize
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
+
+_tensor_module = sys.modules["numgrad.tensor"]  # not ng.tensor, the factory
 
 _ndarray = np.ndarray
 # Plans are built one at a time (Numba compiles under a global lock anyway): threads that
@@ -119,7 +122,7 @@ class CompiledFunction:
         return plan, leaves
 
     def __call__(self, *args, **kwargs):
-        if current_tracer() is not None:
+        if _tensor_module._capture is not None and current_tracer() is not None:
             # Called while another function is traced: inline, as JAX does, so the outer plan
             # fuses across it and values traced by the outer function may flow in.
             return self.fn(*args, **kwargs)
