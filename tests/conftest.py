@@ -281,3 +281,9 @@ def _grad_mode_is_restored():
     if not enabled:
         ng.set_grad_enabled(True)
     assert enabled, "test left grad mode disabled"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--long", type=int, default=0, metavar="N",
+                     help="run N random programs per backend in the jit fuzzer "
+                          "(tests/compiler/test_jit_fuzz.py) instead of the CI budget")

@@ -31,7 +31,7 @@ _spec = importlib.util.spec_from_file_location("_numgrad_tests_root_conftest", _
 _root = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_root)
 for _name in dir(_root):
-    if not _name.startswith("_"):
+    if not _name.startswith(("_", "pytest_")):  # hooks stay the root conftest's own
         globals()[_name] = getattr(_root, _name)
 
 import numpy as np  # noqa: E402

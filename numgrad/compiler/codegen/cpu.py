@@ -508,7 +508,8 @@ class StageEmitter:
             self.emit(f"{self.flat(e.out)}[0] = {acc}")
         for e in part_reds:
             if e.prim.name == "mean":
-                cnt = _size(e.inputs[0].shape) // _size(e.out.shape)
+                # NOTE: an empty output has nothing to divide (and would divide by zero here).
+                cnt = _size(e.inputs[0].shape) // max(_size(e.out.shape), 1)
                 self.emit(f"{self.flat(e.out)} /= {_literal(cnt, e.out.dtype)}")
         for v in produced:
             self.materialized.add(v)

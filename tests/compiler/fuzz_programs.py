@@ -1,0 +1,295 @@
+"""A differential fuzzer: random numgrad programs, run eagerly and through @ng.jit.
+
+Each program is Python source (readable, and reproducible from its seed) of a function
+``prog(a, b)`` over two inputs, one captured tensor ``C`` and one captured scalar ``S``
+(globals of the program), built from elementwise and broadcast ops, reductions, views,
+in-place ops on non-leaves and on views of them, ``detach``, ``no_grad`` regions and
+clamps. Inputs carry special values (±inf, NaN, ±0, denormals, values that overflow
+float32) at random. Every program runs through these modes, each compared with eager
+mode on the same data (values, gradients of ``a``, ``b`` and ``C``, and errors):
+
+1. ``jit``: call, then ``.backward()``;
+2. ``jit-again``: a second call on new data (the plan is reused);
+3. ``jit-mutated``: after the captured tensor is changed in place (under ``no_grad``, as
+   an optimiser step) and the captured scalar is rebound (a retrace);
+4. ``jit-vg``: ``ng.jit(ng.value_and_grad(prog, argnums=(0, 1)))``.
+
+Run it by hand for a long campaign (``python tests/compiler/fuzz_programs.py --count 5000``,
+``--backend numpy`` for the reference backend); ``test_jit_fuzz.py`` runs a small budget
+in CI, and ``pytest --long`` a large one.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+import traceback
+import warnings
+
+import numpy as np
+
+import numgrad as ng
+
+UNARY = ["{x}.exp()", "{x}.tanh()", "{x}.sin()", "{x}.cos()", "{x}.sigmoid()", "{x}.relu()",
+         "{x}.abs()", "(-{x})", "{x}.abs().sqrt()", "({x}.abs() + 1).log()", "({x} * {x})",
+         "({x} ** 2)", "{x}.clamp(-1.5, 2.0)", "ng.maximum({x}, ng.zeros_like({x}))",
+         "{x}.abs().log()", "{x}.sqrt()"]
+BINARY = ["({x} + {y})", "({x} - {y})", "({x} * {y})", "({x} / ({y}.abs() + 0.5))",
+          "ng.maximum({x}, {y})", "ng.minimum({x}, {y})", "ng.where({x} > {y}, {x}, {y})",
+          "({x} / {y})"]
+SCALAR = ["({x} * S)", "({x} + S)", "({x} * 1.5)", "({x} - 0.25)", "({x} / S)"]
+REDUCE = ["{x}.sum(dim={d}, keepdim={k})", "{x}.mean(dim={d}, keepdim={k})",
+          "{x}.amax(dim={d}, keepdim={k})"]
+INPLACE = ["{v}.mul_(2.0)", "{v}.add_({y})", "{v}.clamp_(-1.0, 1.0)", "{v}.pow_(2)",
+           "{v}.mul_({y})", "{v}.sub_(0.5)", "{v}.relu_()"]
+VIEW_INPLACE = ["{v}[0].mul_(3.0)", "{v}[:, 0].add_(1.0)", "{v}.T.mul_(3.0)",
+                "{v}.reshape(-1)[1:].zero_()", "{v}[0] *= 3.0"]
+SPECIALS = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, 3e38, -3e38, 1e-3]
+
+
+class Program:
+    def __init__(self, seed, source, shapes, dtype, c_grad):
+        self.seed, self.source, self.shapes, self.dtype, self.c_grad = (
+            seed, source, shapes, dtype, c_grad)
+
+
+def generate(seed, n_stmts=None, specials=True, views=True, inplace=True):
+    """One random program (its source and the shapes of its inputs)."""
+    r = random.Random(seed)
+    rows, cols = r.choice([2, 3]), r.choice([3, 4])
+    if r.random() < 0.05:
+        rows = 0                               # an empty extent
+    dtype = r.choice(["float32", "float64"])
+    b_shape = r.choice([(cols,), (rows, cols), (1, cols), (rows, 1)])
+    live = [("a", (rows, cols)), ("b", b_shape), ("C", (cols,))]
+    lines = []
+    n = n_stmts or r.randint(3, 9)
+
+    def pick(shape=None):
+        cands = [v for v in live if shape is None or v[1] == shape]
+        return r.choice(cands) if cands else None
+
+    def new(expr, shape):
+        name = f"t{len(lines)}"
+        lines.append(f"    {name} = {expr}")
+        live.append((name, shape))
+        return name
+
+    for _ in range(n):
+        kind = r.random()
+        x, xs = pick()
+        if kind < 0.25:
+            new(r.choice(UNARY).format(x=x), xs)
+        elif kind < 0.45:
+            y, ys = pick()
+            try:
+                shape = tuple(np.broadcast_shapes(xs, ys))
+            except ValueError:
+                continue
+            new(r.choice(BINARY).format(x=x, y=y), shape)
+        elif kind < 0.55:
+            new(r.choice(SCALAR).format(x=x), xs)
+        elif kind < 0.65 and len(xs) == 2:
+            d, k = r.choice([0, 1, -1]), r.choice([True, False])
+            red = r.choice(REDUCE)
+            if xs[d] == 0 and "amax" in red:
+                if r.random() < 0.7:
+                    continue                   # now and then: the error eager raises
+            shape = list(xs)
+            if k:
+                shape[d] = 1
+            else:
+                shape.pop(d)
+            new(red.format(x=x, d=d, k=k), tuple(shape))
+        elif kind < 0.72 and views and len(xs) == 2 and xs[0] > 0:
+            view, shape = r.choice([(f"{x}[0]", xs[1:]), (f"{x}[:, 1:]", (xs[0], xs[1] - 1)),
+                                    (f"{x}.T", xs[::-1]), (f"{x}.reshape(-1)", (xs[0] * xs[1],)),
+                                    (f"{x}.unsqueeze(0)", (1,) + xs)])
+            new(view, shape)
+        elif kind < 0.86 and inplace and x not in ("a", "b", "C"):
+            # In-place on a non-leaf (a fresh clone, so eager's rules allow it), or on a view.
+            v = new(f"({x} * 1.0)", xs)
+            if views and len(xs) == 2 and xs[0] > 0 and xs[1] > 1 and r.random() < 0.5:
+                lines.append("    " + r.choice(VIEW_INPLACE).format(v=v))
+            else:
+                y, ys = pick(xs) or (None, None)
+                op = r.choice(INPLACE)
+                if "{y}" in op and y is None:
+                    op = "{v}.mul_(2.0)"
+                lines.append("    " + op.format(v=v, y=y))
+        elif kind < 0.92:
+            new(f"{x}.detach()", xs)
+        else:
+            y, ys = pick()
+            try:
+                shape = tuple(np.broadcast_shapes(xs, ys))
+            except ValueError:
+                continue
+            lines.append("    with ng.no_grad():")
+            name = f"t{len(lines)}"
+            lines.append(f"        {name} = ({x} * {y}).tanh()")
+            live.append((name, shape))
+            new(f"({name} + {x})" if tuple(np.broadcast_shapes(shape, xs)) == shape
+                else f"({name} * 2.0)", shape)
+    # Every live value that can carry a gradient feeds the scalar output, weighted so that
+    # the gradients differ per element.
+    terms = [f"({v} * {1.0 + 0.5 * i}).sum()" for i, (v, s) in enumerate(live[3:])
+             if v.startswith("t")]
+    terms.append("(a * C).sum()")
+    body = "\n".join(lines)
+    src = (f"def prog(a, b):\n{body}\n    return " + " + ".join(terms[-6:]) + "\n")
+    c_grad = r.random() < 0.7
+    return Program(seed, src, {"a": (rows, cols), "b": b_shape, "C": (cols,)}, dtype, c_grad)
+
+
+def data_for(prog, seed, specials=True):
+    r = np.random.default_rng(seed)
+    out = {}
+    for name, shape in prog.shapes.items():
+        a = r.standard_normal(shape).astype(prog.dtype)
+        if specials and a.size and r.random() < 0.5:
+            k = r.integers(1, max(2, a.size // 2 + 1))
+            idx = r.choice(a.size, size=min(k, a.size), replace=False)
+            a.reshape(-1)[idx] = r.choice(SPECIALS, size=len(idx))
+        out[name] = a
+    return out
+
+
+def _namespace(prog, data):
+    ns = {"ng": ng, "S": 0.75,
+          "C": ng.tensor(data["C"].copy(), requires_grad=prog.c_grad)}
+    exec(compile(prog.source, f"<fuzz program {prog.seed}>", "exec"), ns)
+    return ns
+
+
+def _run(fn, ns, data, vg=False):
+    """Values and gradients (as arrays), or the exception raised."""
+    a = ng.tensor(data["a"].copy(), requires_grad=not vg)
+    b = ng.tensor(data["b"].copy(), requires_grad=not vg)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if vg:
+                value, (ga, gb) = fn(a, b)
+                return [value.numpy(), ga.numpy(), gb.numpy()]
+            out = fn(a, b)
+            out.backward()
+            C = ns["C"]
+            res = [out.detach().numpy(), _g(a), _g(b), _g(C)]
+            C.grad = None
+            return res
+    except Exception as e:  # noqa: BLE001 - the error is part of what is compared
+        return e
+
+
+def _g(t):
+    return None if t.grad is None else t.grad.numpy().copy()
+
+
+def same(x, y, dtype):
+    """Equal NaN positions, equal infinities, finite values within float tolerance."""
+    if x is None or y is None:
+        return x is None and y is None
+    x, y = np.asarray(x), np.asarray(y)
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    nx, ny = np.isnan(x), np.isnan(y)
+    if not np.array_equal(nx, ny):
+        return False
+    ix, iy = np.isinf(x), np.isinf(y)
+    if not np.array_equal(ix, iy) or not np.array_equal(x[ix], y[iy]):
+        return False
+    f = ~(nx | ix)
+    if not f.any():
+        return True
+    xf, yf = x[f].astype(np.float64), y[f].astype(np.float64)
+    eps = 1e-4 if dtype == "float32" else 1e-9
+    scale = 1.0 + np.max(np.abs(yf))
+    return bool(np.all(np.abs(xf - yf) <= eps * scale + eps * np.abs(yf)))
+
+
+def _compare(ref, got, dtype):
+    if isinstance(ref, Exception) or isinstance(got, Exception):
+        if isinstance(ref, Exception) and isinstance(got, Exception):
+            return None if type(got) is type(ref) or isinstance(got, type(ref)) else (
+                f"eager raised {type(ref).__name__}: {ref}; jit raised "
+                f"{type(got).__name__}: {got}")
+        if isinstance(got, ng.TracingError):
+            return f"REFUSED: jit raised {got}"
+        which = "eager" if isinstance(ref, Exception) else "jit"
+        err = ref if which == "eager" else got
+        return f"only {which} raised {type(err).__name__}: {err}"
+    names = ["value", "grad a", "grad b", "grad C"]
+    for name, r, g in zip(names, ref, got):
+        if not same(g, r, dtype):
+            return f"{name} differs:\n  eager {r!r}\n  jit   {g!r}"
+    return None
+
+
+def check(prog, backend="cpu", specials=True):
+    """Run ``prog`` in every mode; return a list of (mode, message) disagreements."""
+    problems = []
+    d1, d2 = data_for(prog, prog.seed, specials), data_for(prog, prog.seed + 1, specials)
+    kw = {"backend": backend} if backend != "cpu" else {"parallel": False}
+    ens, jns = _namespace(prog, d1), _namespace(prog, d1)
+    jf = ng.jit(jns["prog"], **kw)
+    for mode, data in (("jit", d1), ("jit-again", d2), ("jit-mutated", d2)):
+        if mode == "jit-mutated":
+            for ns in (ens, jns):
+                with ng.no_grad():
+                    ns["C"].mul_(-0.5)     # an optimiser step on the captured tensor
+                ns["S"] = -1.25            # and the captured scalar rebound
+        ref = _run(ens["prog"], ens, data)
+        got = _run(jf, jns, data)
+        msg = _compare(ref, got, prog.dtype)
+        if msg:
+            problems.append((mode, msg))
+    ens, vns = _namespace(prog, d1), _namespace(prog, d1)
+    vg = ng.jit(ng.value_and_grad(vns["prog"], argnums=(0, 1)), **kw)
+    ref = _run(ng.value_and_grad(ens["prog"], argnums=(0, 1)), ens, d1, vg=True)
+    got = _run(vg, vns, d1, vg=True)
+    msg = _compare(ref, got, prog.dtype)
+    if msg:
+        problems.append(("jit-vg", msg))
+    return problems
+
+
+def campaign(start, count, backend="cpu", specials=True, verbose=False, out=sys.stdout):
+    """Run ``count`` programs from seed ``start``; return (ran, failures)."""
+    failures = []
+    t0 = time.perf_counter()
+    for seed in range(start, start + count):
+        prog = generate(seed, specials=specials)
+        try:
+            problems = check(prog, backend, specials)
+        except Exception:  # noqa: BLE001 - a crash of the harness itself is a finding too
+            problems = [("harness", traceback.format_exc())]
+        if problems:
+            failures.append((prog, problems))
+            if verbose:
+                print(f"--- seed {seed}\n{prog.source}", file=out)
+                for mode, msg in problems:
+                    print(f"  [{mode}] {msg[:600]}", file=out)
+        if verbose and (seed - start + 1) % 50 == 0:
+            print(f"{seed - start + 1} programs, {len(failures)} failing, "
+                  f"{time.perf_counter() - t0:.0f}s", file=out, flush=True)
+    return count, failures
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--start", type=int, default=0, help="first seed")
+    p.add_argument("--count", type=int, default=200, help="how many programs")
+    p.add_argument("--backend", default="cpu", help="cpu (Numba, the default) or numpy")
+    p.add_argument("--no-specials", action="store_true", help="finite inputs only")
+    a = p.parse_args(argv)
+    ran, failures = campaign(a.start, a.count, a.backend, not a.no_specials, verbose=True)
+    modes = 4
+    print(f"ran {ran} programs x {modes} jit modes on backend {a.backend}: "
+          f"{len(failures)} with disagreements")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

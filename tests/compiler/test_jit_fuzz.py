@@ -1,0 +1,53 @@
+"""Random programs, eager vs @ng.jit in four modes (see ``fuzz_programs.py``).
+
+CI runs a small budget on the fused CPU backend and a larger one on the NumPy reference
+backend (the same tracer, autodiff, guards and runtime: what is left out is only the
+Numba kernels), plus the seeds that once found bugs. ``pytest --long N`` runs N programs
+on each backend.
+"""
+from __future__ import annotations
+
+import pytest
+
+import fuzz_programs as F
+
+# Seeds that found bugs, kept: (seed, generator options, what it found).
+# TODO(issue 9, items 3-4): in-place ops on non-leaves and views under jit; being fixed on
+# another branch. Until it lands, those seeds and the campaigns are expected to fail.
+_INPLACE = pytest.mark.xfail(reason="in-place on views / false version errors (issue 9)")
+FOUND = [
+    (0, {}, "mean over a dim of an empty (0, 4) input divided by zero in codegen"),
+    pytest.param(8, {"views": False}, "false 'modified by an inplace operation' error under jit",
+                 marks=_INPLACE),
+    pytest.param(93, {}, "in-place add on a view of a detached non-leaf was dropped",
+                 marks=_INPLACE),
+    pytest.param(94, {}, "false version error after pow_ on a non-leaf", marks=_INPLACE),
+    pytest.param(98, {}, "in-place mul on a view differed from the second call on",
+                 marks=_INPLACE),
+]
+
+
+def _report(failures):
+    lines = []
+    for prog, problems in failures[:5]:
+        lines.append(f"seed {prog.seed}:\n{prog.source}")
+        lines += [f"  [{mode}] {msg[:400]}" for mode, msg in problems]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("seed,opts,found", FOUND)
+def test_seeds_that_found_bugs(seed, opts, found):
+    prog = F.generate(seed, **opts)
+    problems = F.check(prog, "cpu")
+    assert not problems, f"{found}\n{prog.source}\n{problems}"
+
+
+@_INPLACE
+@pytest.mark.parametrize("backend,budget", [("cpu", 6), ("numpy", 60)])
+def test_random_programs_agree_with_eager(backend, budget, request):
+    long = request.config.getoption("--long")
+    count = long or budget
+    ran, failures = F.campaign(1000, count, backend)
+    print(f"fuzz: {ran} programs x 4 jit modes on backend {backend}, "
+          f"{len(failures)} disagreeing")
+    assert not failures, _report(failures)
