@@ -17,21 +17,51 @@ COMPILED = ("numgrad jit", "numgrad jit v&g", "torch.compile", "jax jit")
 
 
 def plot_results(rows, meta, path):
+    """Draw the panels the rows support (speedups; W2 against size with the roofline;
+    W2 break-even), side by side, into ``path``; returns ``path``, or None if none can be
+    drawn."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    systems = [s for s in meta["systems"]]
+    systems = list(meta["systems"])
     ok = [r for r in rows if r.get("time_s")]
-    fig, axes = plt.subplots(1, 3, figsize=(19, 5.8))
+    w2 = [r for r in ok if r["workload"] == "W2" and r["dtype"] == "float64"]
+    panels = []
+    heads = _headlines(ok)
+    if heads:
+        panels.append(lambda ax: _speedups(ax, ok, heads, systems, meta))
+    if len({r["size"] for r in w2}) >= 2:
+        panels.append(lambda ax: _w2_sizes(ax, w2, systems, meta))
+        if any(r["system"] == "numgrad eager" for r in w2) and \
+                any(r["system"] in COMPILED for r in w2):
+            panels.append(lambda ax: _break_even(ax, rows, w2))
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels) + 0.5, 5.8),
+                             squeeze=False)
+    for draw, ax in zip(panels, axes[0]):
+        draw(ax)
+    th = meta.get("threads", {})
+    fig.suptitle(f"numgrad bench ({meta.get('mode')}), {th.get('threads')} threads, "
+                 f"{meta.get('versions', {}).get('cpu', '')}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
-    # (a) speedup over torch eager, headline case of each workload
-    ax = axes[0]
+
+def _headlines(ok):
     heads = []
     for r in ok:
         key = (r["workload"], r["case"])
         if r.get("headline") and key not in heads:
             heads.append(key)
+    return heads
+
+
+def _speedups(ax, ok, heads, systems, meta):
+    """Speedup over torch eager (or numgrad eager), headline case of each workload."""
     width = 0.8 / max(len(systems), 1)
     for i, s in enumerate(systems):
         xs, ys = [], []
@@ -42,7 +72,9 @@ def plot_results(rows, meta, path):
                 xs.append(j + (i - len(systems) / 2 + 0.5) * width)
                 ys.append(base["time_s"] / by[s]["time_s"])
         if xs:
-            ax.bar(xs, ys, width, label=s, color=COLORS.get(s))
+            bars = ax.bar(xs, ys, width, label=s, color=COLORS.get(s))
+            ax.bar_label(bars, labels=[f"{y:.2g}" for y in ys], fontsize=6, rotation=90,
+                         padding=2)
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_yscale("log")
     ax.set_xticks(range(len(heads)))
@@ -53,9 +85,9 @@ def plot_results(rows, meta, path):
     ax.set_title("Speedup per workload (steady state)")
     ax.legend(fontsize=7)
 
-    # (b) W2 time against size, float64, with the triad roofline
-    ax = axes[1]
-    w2 = [r for r in ok if r["workload"] == "W2" and r["dtype"] == "float64"]
+
+def _w2_sizes(ax, w2, systems, meta):
+    """W2 time against size, float64, with the triad roofline."""
     sizes = sorted({r["size"] for r in w2})
     for s in systems:
         pts = sorted((r["size"], r["time_s"]) for r in w2 if r["system"] == s)
@@ -75,8 +107,9 @@ def plot_results(rows, meta, path):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
 
-    # (c) calls needed before the compile time is paid back, against numgrad eager
-    ax = axes[2]
+
+def _break_even(ax, rows, w2):
+    """Calls needed before the compile time is paid back, against numgrad eager."""
     eager = {r["size"]: r["time_s"] for r in w2 if r["system"] == "numgrad eager"}
     allw2 = [r for r in rows if r["workload"] == "W2" and r["dtype"] == "float64"]
     for s in COMPILED:
@@ -85,7 +118,7 @@ def plot_results(rows, meta, path):
             if r["system"] != s or not r.get("time_s") or r["size"] not in eager:
                 continue
             gain = eager[r["size"]] - r["time_s"]
-            extra = max(r["first_call_s"] - r["time_s"], 0.0)
+            extra = max((r.get("first_call_s") or 0.0) - r["time_s"], 0.0)
             if gain > 0:
                 pts.append((r["size"], max(extra / gain, 1.0)))
         if pts:
@@ -98,14 +131,6 @@ def plot_results(rows, meta, path):
     ax.grid(True, which="both", alpha=0.3)
     if ax.lines:
         ax.legend(fontsize=7)
-
-    th = meta.get("threads", {})
-    fig.suptitle(f"numgrad bench ({meta.get('mode')}), {th.get('threads')} threads, "
-                 f"{meta.get('versions', {}).get('cpu', '')}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 if __name__ == "__main__":  # re-plot a results file: python -m bench.plot results.json out.png

@@ -437,23 +437,50 @@ def main(quick=False, workloads=None, plot=None, out_dir=None, systems=None, thr
     return 0
 
 
+def add_arguments(p):
+    """The runner's options, shared by ``python -m bench.runner`` and
+    ``python -m numgrad bench`` (so the two never drift apart)."""
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes and few repeats (about 2 minutes on 2 cores)")
+    p.add_argument("--workload", action="append", metavar="W",
+                   help=f"only these workloads, {'/'.join(WORKLOADS)} (repeatable, or a "
+                        "comma list; default: all)")
+    p.add_argument("--system", action="append", metavar="S",
+                   help="only these systems (repeatable; default: every one installed): "
+                        "numgrad eager, numgrad jit, numgrad jit v&g, torch eager, "
+                        "torch.compile, jax jit, numpy")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="threads for every system (default 1)")
+    p.add_argument("--max-size", type=int, metavar="N",
+                   help="drop cases with more elements (the smallest case of a workload "
+                        "is kept)")
+    p.add_argument("--rounds", type=int, metavar="N",
+                   help="interleaved timing rounds (default 3 with --quick, else 9)")
+    p.add_argument("--cold-cache", action="store_true",
+                   help="empty numgrad and inductor kernel caches, so 'first call' is a "
+                        "cold compile")
+    p.add_argument("--out-dir", metavar="DIR",
+                   help="where the JSON, CSV and PNG go (default: a new scratch folder; "
+                        "pass bench/results to update the committed results)")
+    p.add_argument("--plot", metavar="PNG", help="PNG path (default: <out-dir>/bench.png)")
+    p.add_argument("--no-plot", action="store_true", help="draw no figure")
+    return p
+
+
+def run_args(a) -> int:
+    """Run with parsed ``add_arguments`` options."""
+    out_dir = a.out_dir
+    if out_dir is None:
+        import tempfile
+        out_dir = tempfile.mkdtemp(prefix="numgrad-bench-")
+    return main(quick=a.quick, workloads=a.workload, plot=False if a.no_plot else a.plot,
+                out_dir=out_dir, systems=a.system, threads=a.threads, max_size=a.max_size,
+                rounds=a.rounds, cold_cache=a.cold_cache)
+
+
 def _cli(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.runner", description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    p.add_argument("--workload", action="append", help="W1..W6 (repeatable or comma list)")
-    p.add_argument("--plot", help="PNG path (default: <out-dir>/bench[_quick].png)")
-    p.add_argument("--no-plot", action="store_true")
-    p.add_argument("--out-dir", help="directory for JSON/CSV (default bench/results)")
-    p.add_argument("--system", action="append", help="only these systems (repeatable)")
-    p.add_argument("--threads", type=int, help="threads for every system (default 1)")
-    p.add_argument("--max-size", type=int, help="drop cases with more elements")
-    p.add_argument("--rounds", type=int, help="timing rounds")
-    p.add_argument("--cold-cache", action="store_true",
-                   help="empty numgrad/inductor kernel caches: first call = cold compile")
-    a = p.parse_args(argv)
-    return main(quick=a.quick, workloads=a.workload, plot=False if a.no_plot else a.plot,
-                out_dir=a.out_dir, systems=a.system, threads=a.threads, max_size=a.max_size,
-                rounds=a.rounds, cold_cache=a.cold_cache)
+    return run_args(add_arguments(p).parse_args(argv))
 
 
 if __name__ == "__main__":

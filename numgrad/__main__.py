@@ -12,10 +12,16 @@ def main(argv=None):
     demo = sub.add_parser("demo", help="walk through the five gradient tools, eager and compiled")
     demo.add_argument("--eager-only", action="store_true", help="skip the compiled column")
     sub.add_parser("info", help="versions, threads and cache directory")
-    bench = sub.add_parser("bench", help="benchmarks against PyTorch and JAX")
-    bench.add_argument("--quick", action="store_true")
-    bench.add_argument("--workload", action="append")
-    bench.add_argument("--plot")
+    bench = sub.add_parser("bench", help="benchmarks against PyTorch and JAX (run from the "
+                                         "repository root, where bench/ is)",
+                           description="Times W1-W6 for every installed system, interleaved, "
+                                       "and writes a table, JSON, CSV and a plot.")
+    try:
+        from bench.runner import add_arguments
+    except ImportError:
+        add_arguments = None
+    else:
+        add_arguments(bench)
     args = parser.parse_args(argv)
     if args.command == "demo":
         from numgrad.demo import run
@@ -24,12 +30,11 @@ def main(argv=None):
         from numgrad.demo import info
         return info()
     if args.command == "bench":
-        try:
-            from bench.runner import main as bench_main
-        except ImportError:
+        if add_arguments is None:
             print("bench/ is not importable: run from the repository root", file=sys.stderr)
             return 2
-        return bench_main(quick=args.quick, workloads=args.workload, plot=args.plot)
+        from bench.runner import run_args
+        return run_args(args)
     return 0
 
 
