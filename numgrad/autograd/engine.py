@@ -99,6 +99,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     tensor([2., 2., 2.])
     """
     tensors = _as_tuple(tensors)
+    for t in tensors:
+        interp = getattr(getattr(t, "_data", None), "_ng_interpreter", None)
+        if interp is not None:  # inside @ng.jit: accumulating into .grad is a side effect
+            interp.refuse_backward()
     grad_tensors = _as_tuple(grad_tensors)
     if grad_tensors is not None and len(grad_tensors) != len(tensors):
         raise RuntimeError(f"grad can be implicitly created only for scalar outputs: got "

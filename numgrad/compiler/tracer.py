@@ -202,6 +202,13 @@ class Tracer:
             "only. Use ng.where(cond, a, b) to select by value, or pass the value as a "
             "non-tensor argument (it then becomes a compile-time constant).")
 
+    def refuse_backward(self):
+        raise TracingError(
+            f".backward() inside an @ng.jit function {where_in_user_code()}: accumulating into "
+            "leaves' .grad is a side effect the compiled plan does not replay. Return the loss "
+            "and call .backward() on the result, or compute gradients inside with "
+            "ng.autograd.grad(loss, inputs) or ng.value_and_grad(f).")
+
     def _captured_vars(self):
         return {t._data for t in self._lifted.values() if isinstance(t._data, Var)}
 

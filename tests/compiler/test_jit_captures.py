@@ -361,3 +361,15 @@ def test_second_backward_through_a_plan_that_saves_nothing():
     y.backward(g)
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         y.backward(g)
+
+
+def test_backward_inside_the_function_is_refused_clearly():
+    def step(x):
+        loss = (x * x).sum()
+        loss.backward()     # eager fills x.grad; a plan would not replay that side effect
+        return loss
+
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(ng.TracingError, match=r"\.backward\(\) inside an @ng.jit"):
+        ng.jit(step, backend="numpy")(x)
+    assert x.grad is None   # and nothing the caller passed in was touched
