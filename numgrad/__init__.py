@@ -19,7 +19,7 @@ from numgrad.ops import (neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid
                          amin, max, min, argmax, argmin, reshape, flatten, squeeze, unsqueeze,
                          permute, transpose, t, expand, broadcast_to, cat, stack, matmul,
                          divide, multiply, subtract, concatenate, concat)
-from numgrad import autograd, nn
+from numgrad import autograd, nn, viz
 from numgrad.nn.functional import softmax, log_softmax, logsumexp
 from numgrad.errors import TracingError
 

@@ -45,6 +45,11 @@ class Node:
     def __repr__(self):
         return f"<{self.name()} object at {hex(id(self))}>"
 
+    def _repr_html_(self):
+        # `t.grad_fn` alone in a Jupyter cell draws the graph behind it (numgrad.viz).
+        from numgrad.viz import graph
+        return f'<div style="overflow-x:auto">{graph(self).svg()}</div>'
+
     def apply(self, grads):
         raise NotImplementedError
 

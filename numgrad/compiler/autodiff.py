@@ -55,10 +55,14 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
     tree, leaves = pytree.flatten((tuple(args), dict(kwargs)))
     tracer = Tracer(name or getattr(fn, "__name__", "fn"))
     tracer.reachable = reachable or {}
+    # Inputs are named after the function's parameters in listings and pictures.
+    hints = pytree.leaf_names(fn, args, kwargs)
+    tracer.graph.reserve(h for h, x in zip(hints, leaves) if h and isinstance(x, Tensor))
     inputs, wrt, originals = [], [], []
 
-    def enter(leaf):
+    def enter(leaf, hint=None):
         v = tracer.new_input(leaf.shape, leaf._data.dtype)
+        v.hint = hint
         v.requires_grad = leaf.requires_grad
         t = Tensor._make(v)
         t._requires_grad = leaf.requires_grad
@@ -72,7 +76,8 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
         originals.append(v)
         return t
 
-    new_leaves = [enter(leaf) if isinstance(leaf, Tensor) else leaf for leaf in leaves]
+    new_leaves = [enter(leaf, h) if isinstance(leaf, Tensor) else leaf
+                  for leaf, h in zip(leaves, hints)]
     tracer.lift = enter      # captured tensors enter the same way, after the arguments
     a, k = pytree.unflatten(tree, new_leaves)
     try:
@@ -121,6 +126,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
                 probed = _probe_outputs_used_inside(graph, n_fwd, outs, out_leaves, req_out)
                 cts = [Tensor._make(tracer.new_input(outs[j].shape, outs[j].dtype))
                        for j in req_out]
+                _name_cotangents(graph, [c._data for c in cts])
                 tracer.lift = None  # the backward adds no captures (it may not add inputs)
                 with tracer:        # hooks may read captured tensors: those are known now
                     gs = engine.grad([out_leaves[j] for j in req_out],
@@ -129,12 +135,25 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
                 for i, g in zip(req_in, gs):
                     grads[i] = None if g is None else tracer.var_of(g._data)
                 cot_of = req_out
+                for e in graph.eqns[n_fwd:]:  # the backward band of trace()'s listing/picture
+                    e.ann["bwd"] = True
     finally:
         tracer.active = False
     constants = [(t, t._vc.value) for t in tracer.constants.values()]
     return Traced(graph, n_primals, n_fwd, outs, out_tree, out_req, grads, cot_of, writebacks,
                   leaf_hooks, aliases, n_visible, hidden, out_names, bumps, probed,
                   list(tracer.captures), constants, list(tracer.grad_reads), watch.executed)
+
+
+def _name_cotangents(graph, cts):
+    """Call the incoming gradients ``ct`` (``ct0, ct1, ...`` for several) in listings,
+    unless the function has a parameter of that name."""
+    names = ["ct"] if len(cts) == 1 else [f"ct{k}" for k in range(len(cts))]
+    taken = {v.name for v in graph._all_vars()}
+    for v, n in zip(cts, names):
+        if n not in taken:
+            v.hint = n
+            graph.reserve([n])  # values made later (by passes) skip the name
 
 
 class TracedInput(Node):

@@ -12,11 +12,14 @@ A ``Graph`` reads like a jaxpr::
 Annotations sit in braces: ``{grad}`` on values that require grad,
 ``{no_grad}`` on equations recorded with grad mode off, ``{detach}`` on
 stop-gradient boundaries and ``{hook}`` on backward hook boundaries.
+Inputs keep the names of the function's parameters (``Var.hint``; other values
+get letters that skip those names), scalar constants print as their values, and
+a joint graph's derived backward starts after a ``# backward`` line.
 ``Graph.eval`` runs the NumPy impls and is the oracle every pass is tested against.
+In Jupyter a Graph draws itself (``numgrad.viz``), the listing folded under it.
 """
 from __future__ import annotations
 
-import itertools
 import html
 
 import numpy as np
@@ -27,10 +30,12 @@ _SHORT = {"float32": "f32", "float64": "f64", "int64": "i64", "bool": "bool"}
 class Var:
     """A value in the graph: shape and NumPy dtype, known at trace time."""
 
-    __slots__ = ("id", "shape", "dtype", "requires_grad", "_ng_interpreter", "__weakref__")
+    __slots__ = ("id", "shape", "dtype", "requires_grad", "_ng_interpreter", "hint",
+                 "__weakref__")
 
-    def __init__(self, id, shape, dtype, interpreter=None):
+    def __init__(self, id, shape, dtype, interpreter=None, hint=None):
         self.id = id
+        self.hint = hint          # the user's parameter name, for inputs (see _Ids)
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
         self.requires_grad = False
@@ -49,7 +54,7 @@ class Var:
 
     @property
     def name(self):
-        return _name(self.id)
+        return self.hint or _name(self.id)
 
     def type_str(self):
         return f"{_SHORT.get(self.dtype.name, self.dtype.name)}[{','.join(map(str, self.shape))}]"
@@ -77,6 +82,38 @@ def _name(i):
     return s
 
 
+class _Ids:
+    """Value ids whose letter names avoid the user's parameter names (``reserve``), so an
+    input keeps its name ``x`` and no intermediate is also called ``x``."""
+
+    def __init__(self, start, reserved=()):
+        self._next = start
+        self.reserved = set(reserved)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        i = self._next
+        while _name(i) in self.reserved:
+            i += 1
+        self._next = i + 1
+        return i
+
+
+def _literal(v, a):
+    """A size-1 constant's value as a jaxpr literal (``2.0``, ``-1``, ``True``)."""
+    x = a.reshape(-1)[0].item()
+    return repr(x)
+
+
+def _const_value(a):
+    if a.size <= 6:
+        return np.array2string(a.reshape(-1) if a.ndim > 1 else a, separator=", ",
+                               precision=4, suppress_small=True).replace("\n", "")
+    return f"array[{','.join(map(str, a.shape))}]"
+
+
 class Eqn:
     """``out = prim[params](*inputs)``, with annotations (grad mode, detach, hook)."""
 
@@ -94,13 +131,25 @@ class Eqn:
         return self.prim if isinstance(self.prim, str) else self.prim.name
 
     def __repr__(self):
+        return self.format()
+
+    def annotations(self):
+        """The annotations shown in braces: ``["no_grad", "hook"]`` (``bwd`` is the band,
+        not an annotation)."""
+        ann = [k for k, v in self.ann.items() if v and k not in ("grad", "bwd")]
+        # The engine derives every backward equation with grad mode off: marking each
+        # {no_grad} would say nothing, so only forward ones are marked.
+        no_grad = self.ann.get("grad") is False and not self.ann.get("bwd")
+        return (["no_grad"] if no_grad else []) + ann
+
+    def format(self, consts=None):
+        """The listing line; ``consts`` (a Graph's) prints size-1 constants as values."""
         params = ", ".join(f"{k}={_short_param(v)}" for k, v in self.params.items()
                            if not k.startswith("_"))
         params = f"[{params}]" if params else ""
-        ann = " ".join("{" + k + "}" for k, v in self.ann.items() if v and k != "grad")
-        if self.ann.get("grad") is False:
-            ann = ("{no_grad} " + ann).strip()
-        args = " ".join(v.name for v in self.inputs)
+        ann = " ".join("{" + k + "}" for k in self.annotations())
+        args = " ".join(_literal(v, consts[v]) if consts and v in consts and consts[v].size == 1
+                        else v.name for v in self.inputs)
         return f"{self.out!r} = {self.name}{params} {args}" + (f"  {ann}" if ann else "")
 
 
@@ -123,7 +172,9 @@ class Graph:
         self.outputs = list(outputs)
         self.consts = dict(consts or {})  # Var -> np.ndarray
         self.name = name
-        self._ids = itertools.count(1 + max([v.id for v in self._all_vars()], default=-1))
+        self._ids = _Ids(1 + max([v.id for v in self._all_vars()], default=-1),
+                         {v.hint for v in self.inputs if v.hint})
+        self.stages = None  # {output Var: "fwd stage 0"}: the fused kernels, set by a plan
 
     def _all_vars(self):
         yield from self.inputs
@@ -131,23 +182,43 @@ class Graph:
         for e in self.eqns:
             yield e.out
 
-    def new_var(self, shape, dtype):
-        return Var(next(self._ids), shape, dtype)
+    def new_var(self, shape, dtype, hint=None):
+        return Var(next(self._ids), shape, dtype, hint=hint)
+
+    def reserve(self, names):
+        """Keep these names (the function's parameters) for the inputs that carry them."""
+        self._ids.reserved.update(names)
 
     # ------------------------------------------------------------- display
     def __str__(self):
         ins = " ".join(f"{v!r}" + ("{grad}" if v.requires_grad else "") for v in self.inputs)
-        consts = " ".join(f"{v!r}" for v in self.consts)
+        # Size-1 constants are printed where they are used; larger ones are listed here.
+        consts = " ".join(f"{v!r}={_const_value(a)}" for v, a in self.consts.items()
+                          if a.size != 1)
         lines = [f"{{ lambda {consts + ' ; ' if consts else ''}{ins} ; let"]
-        lines += [f"    {e!r}" for e in self.eqns]
-        outs = " ".join(v.name for v in self.outputs)
+        split = any(not e.ann.get("bwd") for e in self.eqns)
+        for e in self.eqns:
+            if split and e.ann.get("bwd"):
+                lines.append("    # backward (derived by running the eager engine on the trace)")
+                split = False
+            lines.append(f"    {e.format(self.consts)}")
+        outs = " ".join(_literal(v, self.consts[v]) if v in self.consts and
+                        self.consts[v].size == 1 else v.name for v in self.outputs)
         lines.append(f"  in ({outs}) }}")
         return "\n".join(lines)
 
     __repr__ = __str__
 
+    def picture(self):
+        """The graph as a ``numgrad.viz`` picture (an inline SVG, no Graphviz needed)."""
+        from numgrad.viz.ir_picture import ir_picture
+        return ir_picture(self)
+
     def _repr_html_(self):
-        return f"<pre>{html.escape(str(self))}</pre>"
+        svg = self.picture().svg()
+        return (f'<div style="overflow-x:auto">{svg}</div>'
+                f"<details><summary>IR listing ({len(self.eqns)} equations)</summary>"
+                f"<pre>{html.escape(str(self))}</pre></details>")
 
     def to_dot(self) -> str:
         """Graphviz source: values as ellipses, equations as boxes."""
@@ -175,7 +246,9 @@ class Graph:
         out.append("}")
         return "\n".join(out)
 
-    def _repr_svg_(self):
+    def graphviz_svg(self):
+        """The graph laid out by Graphviz's ``dot``, if installed (else None); Jupyter
+        shows ``_repr_html_``, numgrad's own drawing, which needs nothing installed."""
         import shutil
         import subprocess
         if shutil.which("dot") is None:

@@ -65,3 +65,44 @@ def _build(tree, it):
         return t(*kids) if hasattr(t, "_fields") else t(kids)
     return dict(zip(tree.meta, kids))
 
+
+
+def leaf_names(fn, args, kwargs):
+    """A readable name per leaf of ``flatten((args, kwargs))``, from ``fn``'s parameter
+    names (``x``, ``params_0``, ``batch_images``), or None where there is none: the IR
+    shows the user's names for inputs instead of letters."""
+    import inspect
+    import keyword
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    star = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+    names = []
+
+    def walk(obj, name):
+        t = type(obj)
+        if isinstance(obj, (tuple, list)):
+            for i, x in enumerate(obj):
+                walk(x, None if name is None else f"{name}_{i}")
+        elif t is dict:
+            for k, x in obj.items():
+                walk(x, None if name is None else f"{name}_{k}")
+        else:
+            names.append(name)
+
+    for i, a in enumerate(args):
+        if i < len(positional):
+            walk(a, positional[i])
+        else:
+            walk(a, f"{star}_{i - len(positional)}" if star else None)
+    for k, a in kwargs.items():
+        walk(a, k)
+    seen, out = set(), []
+    for n in names:
+        ok = (n is not None and n.isidentifier() and not keyword.iskeyword(n)
+              and n not in seen and len(n) <= 32)
+        seen.add(n)
+        out.append(n if ok else None)
+    return out

@@ -1,0 +1,105 @@
+"""viz.autograd_picture: the eager backward graph of tensors (``grad_fn`` and
+``next_functions``) as a picture, the graph PyTorch builds and the article describes.
+
+Room: viz. Reads nodes by duck typing (``name()``, ``next_functions``, ``_saved``,
+``_pre_hooks``, ``variable``), so it imports neither the engine nor the compiler.
+Leaves (``AccumulateGrad``) are drawn as ellipses named after the tensors passed
+in ``names``; tensors a node saved for its backward hang off it as small yellow
+nodes (red-bordered once freed or modified); hooks are marked and coloured.
+"""
+from __future__ import annotations
+
+from numgrad.viz.svg import Node, Picture
+
+
+def _shape(t):
+    data = getattr(t, "_data", None)
+    shape = getattr(data, "shape", None)
+    return "[" + ",".join(map(str, shape)) + "]" if shape is not None else ""
+
+
+def _n_hooks(node):
+    pre = getattr(node, "_pre_hooks", None) or {}
+    n = sum(len(h) for h in pre.values())
+    var = getattr(node, "variable", None)
+    if var is not None:
+        n += len(getattr(var, "_hooks", None) or {})
+    return n
+
+
+def _saved(node):
+    """``[(name, shape text, ok)]`` of what the node keeps for its backward."""
+    saved = getattr(node, "_saved", None)
+    out = []
+    if isinstance(saved, dict):
+        for name, s in saved.items():
+            for k, one in enumerate(s if isinstance(s, list) else [s]):
+                data = one._data if one._tensor is None else getattr(one._tensor, "_data", None)
+                shape = "" if data is None else "[" + ",".join(map(str, data.shape)) + "]"
+                stale = one._freed or one._vc.value != one._version
+                out.append((name if not isinstance(s, list) else f"{name}{k}", shape, not stale))
+    elif isinstance(saved, (list, tuple)):   # a compiled call's saved arrays
+        for k, a in enumerate(saved):
+            out.append((f"saved{k}", "[" + ",".join(map(str, getattr(a, "shape", ()))) + "]", True))
+    return out
+
+
+def autograd_picture(roots, names=None, show_saved=True) -> Picture:
+    """Draw the graph behind ``roots`` (tensors or nodes); ``names`` maps a label to a
+    tensor (``{"x": x}``) so leaves and roots are named as in your code."""
+    if not isinstance(roots, (list, tuple)):
+        roots = [roots]
+    label_of = {id(t): k for k, t in (names or {}).items()}
+    nodes, edges, ids = [], [], {}
+
+    def nid(node):
+        if id(node) not in ids:
+            ids[id(node)] = f"n{len(ids)}"
+        return ids[id(node)]
+
+    stack, seen = [], set()
+    for i, r in enumerate(roots):
+        fn = getattr(r, "grad_fn", None) if hasattr(r, "_data") else r
+        if hasattr(r, "_data"):  # a tensor: draw it as the output at the right
+            tid = f"t{i}"
+            label = label_of.get(id(r), "output" if len(roots) == 1 else f"output {i}")
+            if fn is None:
+                kind = "input" if getattr(r, "requires_grad", False) else "value"
+                nodes.append(Node(tid, label, _shape(r) + (" leaf" if kind == "input" else ""),
+                                  kind, 0, "ellipse", True))
+                continue
+            nodes.append(Node(tid, label, _shape(r), "value", 0, "ellipse", True))
+            edges.append((nid(fn), tid, False))
+        if fn is not None:
+            stack.append(fn)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        me = nid(node)
+        var = getattr(node, "variable", None)
+        hooks = _n_hooks(node)
+        if var is not None:   # AccumulateGrad: a leaf
+            label = label_of.get(id(var), "leaf")
+            sub = _shape(var) + (f" +{hooks} hook" if hooks else "")
+            nodes.append(Node(me, label, sub, "hook" if hooks else "input", 0, "ellipse",
+                              title=f"{label}: AccumulateGrad (grad goes to .grad)"))
+        else:
+            name = node.name() if callable(getattr(node, "name", None)) else type(node).__name__
+            sub = (f"{hooks} hook{'s' if hooks > 1 else ''}" if hooks else "")
+            nodes.append(Node(me, name, sub, "hook" if hooks else "op", 0, "box", title=name))
+            if show_saved:
+                for k, (sname, shape, ok) in enumerate(_saved(node)):
+                    sid = f"{me}s{k}"
+                    nodes.append(Node(sid, f"saved {sname}", shape if ok else shape + " stale",
+                                      "saved" if ok else "hook", 0, "box"))
+                    edges.append((sid, me, True))
+        for nxt, _ in getattr(node, "next_functions", ()):
+            if nxt is None:
+                continue
+            edges.append((nid(nxt), me, False))
+            stack.append(nxt)
+    # Nodes were named as they were first seen; keep ids consistent for edges made early.
+    return Picture(nodes, edges, {}, ("autograd graph: forward reads left to right, "
+                                      "gradients flow right to left",), "numgrad autograd graph")

@@ -1,0 +1,79 @@
+"""viz.ir_picture: a compiler ``Graph`` (what ``f.trace(...)`` returns) as a picture.
+
+Room: viz. Reads the graph by duck typing (``inputs``, ``consts``, ``eqns``,
+``outputs``, ``stages``), so it imports nothing from the compiler. One node per
+equation, coloured by its annotation; inputs are ellipses; equations of the
+derived backward (``ann["bwd"]``) sit in the lower band; equations a plan fused
+into one kernel are boxed together and labelled with the stage.
+"""
+from __future__ import annotations
+
+from numgrad.viz.svg import Node, Picture
+
+
+def _kind(e):
+    if e.ann.get("hook"):
+        return "hook"
+    if e.ann.get("detach") or e.name == "detach":
+        return "detach"
+    if e.ann.get("grad") is False and not e.ann.get("bwd"):  # the backward is all no_grad
+        return "no_grad"
+    return "op"
+
+
+def _literal(a):
+    x = a.reshape(-1)[0].item()
+    return f"{x:.4g}" if isinstance(x, float) else repr(x)
+
+
+def ir_picture(graph) -> Picture:
+    consts = graph.consts
+    users = {}
+    for e in graph.eqns:
+        for v in e.inputs:
+            users.setdefault(v, []).append(e)
+    outputs = set(graph.outputs)
+    grads_out = set()
+    nodes, edges, node_of = [], [], {}
+    for v in graph.inputs:
+        us = users.get(v, [])
+        # A cotangent (the incoming gradient) is read by the backward only.
+        band = 1 if us and all(e.ann.get("bwd") for e in us) else 0
+        kind = "input" if v.requires_grad else "value"
+        label = v.name if band == 0 else f"{v.name} (cotangent)"
+        nodes.append(Node(f"v{v.id}", label, v.type_str(), kind, band, "ellipse",
+                          v in outputs))
+        node_of[v] = f"v{v.id}"
+    for v, a in consts.items():
+        if a.size == 1:
+            continue  # shown inside the equations that use it
+        us = users.get(v, [])
+        band = 1 if us and all(e.ann.get("bwd") for e in us) else 0
+        nodes.append(Node(f"v{v.id}", f"const {v.name}", v.type_str(), "const", band, "ellipse"))
+        node_of[v] = f"v{v.id}"
+    for e in graph.eqns:
+        lits = [_literal(consts[v]) for v in e.inputs if v in consts and consts[v].size == 1]
+        label = e.name + (" " + " ".join(lits) if lits else "")
+        ann = e.annotations() if hasattr(e, "annotations") else []
+        kind = _kind(e)
+        if e.out in outputs and e.ann.get("bwd"):
+            kind = "grad" if kind == "op" else kind
+            grads_out.add(e.out)
+        tip = e.format(consts) if hasattr(e, "format") else repr(e)
+        sub = f"{e.out.name}:{e.out.type_str()}" + (" {" + ",".join(ann) + "}" if ann else "")
+        nid = f"v{e.out.id}"
+        nodes.append(Node(nid, label, sub, kind, 1 if e.ann.get("bwd") else 0, "box",
+                          e.out in outputs, tip))
+        node_of[e.out] = nid
+        for v in e.inputs:
+            if v in node_of:
+                edges.append((node_of[v], nid, kind == "no_grad"))
+    groups = {}
+    stages = getattr(graph, "stages", None) or {}
+    for e in graph.eqns:
+        label = stages.get(e.out)
+        if label is not None:
+            groups.setdefault(label, []).append(node_of[e.out])
+    name = getattr(graph, "name", "fn")
+    return Picture(nodes, edges, {k: v for k, v in groups.items() if len(v) > 1},
+                   ("forward", "backward (derived)"), f"numgrad graph of {name}")
