@@ -18,5 +18,22 @@ def user_location() -> str:
     for fs in reversed(traceback.extract_stack()):
         if not os.path.abspath(fs.filename).startswith(pkg):
             code = f": `{fs.line.strip()}`" if fs.line else ""
-            return f"at {fs.filename}:{fs.lineno}{code}"
+            return f"at {where(fs.filename, fs.lineno)}{code}"
     return "in the traced function"
+
+
+def where(filename, lineno) -> str:
+    """``file:line``, or ``Cell In[3], line 2`` for code typed into IPython/Jupyter (whose
+    cells are compiled from files like ``/tmp/ipykernel_123/456.py``), as IPython says it."""
+    import sys
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    fmt = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    if fmt is not None:
+        try:
+            named = fmt(filename)
+        except Exception:  # an IPython without the cell map: fall back to the file name
+            named = None
+        if named:
+            return f"{named[0]} {named[1]}, line {lineno}"
+    return f"{filename}:{lineno}"

@@ -17,12 +17,13 @@ import time
 import numpy as np
 
 from numgrad.autograd.graph import Node, edge_of, describe, _FREED, _sequence
-from numgrad.compiler import autodiff, guards, pytree
+from numgrad.compiler import autodiff, guards, progress, pytree, tracebacks
 from numgrad.compiler.codegen import get_backend
 from numgrad.compiler.passes import optimize
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
+from numgrad.viz.source import SourceText
 
 _tensor_module = sys.modules["numgrad.tensor"]  # not ng.tensor, the factory
 
@@ -108,6 +109,7 @@ class CompiledFunction:
         return (tree, tuple(_leaf_key(x) for x in leaves), grad), tree, leaves, grad
 
     def _plan(self, args, kwargs):
+        __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)
         key, tree, leaves, grad = self._key(args, kwargs)
         plan = self._plans.get(key)
         if plan is None or not plan.guard_ok():
@@ -115,13 +117,22 @@ class CompiledFunction:
                 plan = self._plans.get(key)
                 if plan is None or not plan.guard_ok():
                     # New signature, or something the trace read has changed: trace again.
-                    plan = Plan(self, args, kwargs, tree, leaves, grad)
+                    try:
+                        with progress.compiling(getattr(self.fn, "__name__", "fn")):
+                            plan = Plan(self, args, kwargs, tree, leaves, grad)
+                    except Exception as exc:
+                        # A mistake in the user's function: show their frames, not ours.
+                        short = tracebacks.filtered(exc)
+                        if short is None:
+                            raise
+                        raise short
                     self._plans[key] = plan
                     return plan, leaves
         self.stats.cache_hits += 1
         return plan, leaves
 
     def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)
         if _tensor_module._capture is not None and current_tracer() is not None:
             # Called while another function is traced: inline, as JAX does, so the outer plan
             # fuses across it and values traced by the outer function may flow in.
@@ -154,7 +165,8 @@ class CompiledFunction:
         return plan.joint_graph
 
     def source(self, *args, **kwargs) -> str:
-        """The generated kernel source for this signature."""
+        """The generated kernel source for this signature: a ``str`` that Jupyter shows
+        highlighted, forward and backward programs labelled."""
         plan, _ = self._plan(args, kwargs)
         return plan.source()
 
@@ -249,10 +261,24 @@ class Plan:
         the programs are compiled from the partitioned graphs, not from this one."""
         if self._joint is None:
             self._joint = optimize(autodiff.joint(self.traced)) if self.grad else self.fwd_graph
+            self._joint.stages = self.stage_labels()
         return self._joint
 
+    def stage_labels(self):
+        """``{value: "forward kernel 0"}`` for the values each fused kernel computes, so
+        the trace's picture can box them (a value recomputed later keeps its first box)."""
+        labels = {}
+        for role, prog in zip(("forward", "backward"), self.programs):
+            for kind, st in getattr(prog, "steps", ()):
+                if kind == "kernel":
+                    for e in st.eqns:
+                        labels.setdefault(e.out, f"{role} kernel {st.index}")
+        return labels
+
     def source(self):
-        return "\n\n".join(p.source for p in self.programs)
+        roles = ("forward", "backward") if self.grad else ("forward",)
+        return SourceText([(f"{r} program ({p.kernels} kernel{'s' if p.kernels != 1 else ''})",
+                            p.source) for r, p in zip(roles, self.programs)])
 
     def run(self, leaves):
         if self._one_output is not None:

@@ -33,6 +33,7 @@ import numpy as np
 from numgrad.compiler.codegen import cache as _cache
 from numgrad.compiler.codegen import malloc as _malloc
 from numgrad.compiler.codegen import omp as _omp
+from numgrad.compiler import progress as _progress
 from numgrad.compiler.ir import Eqn
 from numgrad.compiler.codegen.cpu_program import Program, cshape, first_line
 
@@ -718,6 +719,8 @@ def compile(graph, options=None):
     serial = source.replace("parallel=True", "parallel=False") if tiered else source
     if "parallel=True" in serial:
         _omp.tune()
+    _progress.note(options.get("role", "fwd"), _cache.module_name(serial),
+                   [st.name for st in kernels])
     try:
         module, disk_hit = _cache.load_module(serial, verbose=options.get("verbose", False))
     except Exception as exc:  # a codegen gap must never reach the user as a Numba traceback

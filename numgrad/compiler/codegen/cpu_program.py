@@ -86,8 +86,12 @@ class Program:
             omp.tune()
             if verbose:
                 print("[numgrad.jit] second call: compiling the multi-threaded (prange) tier")
+            from numgrad.compiler import progress
             try:
-                module, _ = cache.load_module(source, verbose=verbose)
+                with progress.compiling(self.graph.name, "multi-threaded tier"):
+                    progress.note("tier", cache.module_name(source),
+                                  [st.name for kind, st in self.steps if kind == "kernel"])
+                    module, _ = cache.load_module(source, verbose=verbose)
             except Exception as exc:  # keep the serial kernels, which work
                 warnings.warn(f"numgrad could not compile the multi-threaded kernels "
                               f"({first_line(exc)}); "

@@ -1,0 +1,125 @@
+"""compiler.progress: one line on stderr when a compile takes longer than about a second.
+
+Room: compiler. ``compiling(name)`` wraps the build of one plan (or one
+multi-threaded tier); codegen calls ``note(role, module, kernels)`` before it imports
+a generated module. A timer thread waits ``NUMGRAD_PROGRESS_DELAY`` seconds
+(default 1; ``NUMGRAD_PROGRESS=0`` silences it) and then prints what is being
+compiled and how far it got: kernels are compiled one by one while the module is
+imported, so the ones already bound in it are done. In a terminal or Jupyter the
+line is rewritten in place; elsewhere it is completed once at the end. Nothing is
+printed on a cache hit, which never gets here, or for a fast compile.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from contextlib import contextmanager
+
+_ROLE = {"fwd": "forward", "bwd": "backward", "fwd_nograd": "forward",
+         "tier": "multi-threaded tier"}
+_local = threading.local()
+
+
+def _delay():
+    if os.environ.get("NUMGRAD_PROGRESS", "1") == "0":
+        return None
+    try:
+        return float(os.environ.get("NUMGRAD_PROGRESS_DELAY", "1.0"))
+    except ValueError:
+        return 1.0
+
+
+class _Reporter:
+    def __init__(self, name, what):
+        self.name = name
+        self.what = what
+        self.module = None
+        self.kernels = ()
+        self.t0 = time.perf_counter()
+        self.shown = False
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.stream = sys.stderr
+        self.live = _interactive(self.stream)
+
+    def text(self):
+        done = ""
+        mod = sys.modules.get(self.module) if self.module else None
+        if self.kernels:
+            # A kernel's name is bound in its module once Numba has compiled it.
+            k = 0 if mod is None else sum(1 for n in self.kernels if n in vars(mod))
+            done = f", {k}/{len(self.kernels)} kernel{'s' if len(self.kernels) > 1 else ''}"
+        return f"numgrad: compiling {self.name} ({self.what}{done})…"
+
+    def run(self, delay):
+        if self.done.wait(delay):
+            return
+        with self.lock:
+            if self.done.is_set():
+                return
+            self.shown = True
+            self._write(self.text(), end="")
+        while self.live and not self.done.wait(0.5):
+            with self.lock:
+                if not self.done.is_set():
+                    self._write("\r" + self.text(), end="")
+
+    def finish(self, ok):
+        with self.lock:
+            self.done.set()
+            if self.shown:
+                took = time.perf_counter() - self.t0
+                verdict = f"done in {took:.1f} s" if ok else f"failed after {took:.1f} s"
+                if self.live:
+                    self._write(f"\rnumgrad: compiled {self.name}: {verdict}" + " " * 20)
+                else:
+                    self._write(f" {verdict}")
+
+    def _write(self, s, end="\n"):
+        try:
+            self.stream.write(s + end)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _interactive(stream):
+    if "ipykernel" in sys.modules:
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextmanager
+def compiling(name, what="tracing"):
+    """Report on this compile if it runs past the delay; nested builds share the outer line."""
+    delay = _delay()
+    if delay is None or getattr(_local, "current", None) is not None:
+        yield
+        return
+    rep = _Reporter(name, what)
+    _local.current = rep
+    timer = threading.Thread(target=rep.run, args=(delay,), daemon=True,
+                             name="numgrad-progress")
+    timer.start()
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        _local.current = None
+        rep.finish(ok)
+
+
+def note(role, module=None, kernels=()):
+    """Codegen: the plan being built now compiles ``role``'s ``kernels`` (names) in
+    ``module`` (a module name)."""
+    rep = getattr(_local, "current", None)
+    if rep is not None:
+        rep.what = _ROLE.get(role, role)
+        rep.module = module
+        rep.kernels = tuple(kernels)
