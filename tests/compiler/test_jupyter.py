@@ -1,0 +1,209 @@
+"""What a Jupyter user meets: pictures (numgrad's own SVG), IR names and constants, the
+source object, short tracebacks naming cells, and the slow-compile progress line."""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+import types
+import xml.dom.minidom
+
+import numpy as np
+import pytest
+
+import numgrad as ng
+from numgrad.compiler import progress, tracebacks
+
+
+def _hooked(x, weight):
+    d = x.detach() * weight
+    with ng.no_grad():
+        c = x.exp()
+    h = x.sigmoid() * weight * 3.5
+    h.register_hook(lambda g: g)
+    return (h + d + c).sum()
+
+
+HOOKED = ng.jit(_hooked, backend="numpy")
+
+
+def _fused(x, y):
+    return (ng.tanh(x * y) * 2.0).sum()
+
+
+FUSED = ng.jit(_fused)
+
+
+def _svg_ok(svg):
+    xml.dom.minidom.parseString(svg)  # well-formed, so browsers draw it
+    return True
+
+
+def _inputs():
+    return ng.ones(4, requires_grad=True), ng.ones(4, requires_grad=True)
+
+
+def test_listing_keeps_parameter_names_and_shows_constants():
+    x, w = _inputs()
+    text = str(HOOKED.trace(x, w))
+    header = text.splitlines()[0]
+    assert "x:f32[4]{grad}" in header and "weight:f32[4]{grad}" in header
+    # No intermediate value takes a parameter's name: each name is defined once.
+    defined = [ln.split(":")[0].strip() for ln in text.splitlines()[1:] if " = " in ln]
+    assert "x" not in defined and len(defined) == len(set(defined))
+    assert any(" 3.5" in ln for ln in text.splitlines() if "= mul" in ln)  # the constant's value
+    assert "# backward" in text  # forward and derived backward are visibly separated
+    fwd, bwd = text.split("# backward")
+    assert "{no_grad}" in fwd and "{detach}" in fwd and "{hook}" in bwd
+    assert "ct:f32[]" in header  # the incoming gradient is named
+    # Names change nothing the graph computes.
+    assert HOOKED.trace(x, w).verify()
+
+
+def test_graph_html_is_an_inline_svg_with_bands_and_colours():
+    x, w = _inputs()
+    g = HOOKED.trace(x, w)
+    html = g._repr_html_()
+    svg = html[html.index("<svg"):html.index("</svg>") + 6]
+    assert _svg_ok(svg)
+    assert ">forward<" in svg and "backward" in svg
+    for kind in ("ng-hook", "ng-detach", "ng-no_grad", "ng-input"):
+        assert kind in svg, kind
+    assert "<details>" in html and "weight" in html
+
+
+def test_trace_picture_boxes_the_fused_kernels():
+    x, y = ng.ones(5, dtype=ng.float64, requires_grad=True), ng.ones(5, dtype=ng.float64)
+    g = FUSED.trace(x, y)
+    assert g.stages and set(g.stages.values()) >= {"forward kernel 0", "backward kernel 0"}
+    svg = g.picture().svg()
+    assert svg.count('class="ng-stage"') >= 2 and "forward kernel 0" in svg
+
+
+def test_source_is_a_str_that_renders_highlighted():
+    x, y = ng.ones(5, dtype=ng.float64, requires_grad=True), ng.ones(5, dtype=ng.float64)
+    src = FUSED.source(x, y)
+    assert isinstance(src, str) and "@njit" in src
+    assert "forward program" in src and "backward program" in src
+    compile(src, "<numgrad-source>", "exec")  # still valid Python, labels are comments
+    html = src._repr_html_()
+    assert html.count("<details") == 2 and "<span" in html and "&lt;" not in src
+    with ng.no_grad():
+        plain = FUSED.source(x, y)
+    assert "backward program" not in plain
+
+
+def test_eager_graph_picture_marks_leaves_saved_tensors_and_hooks():
+    x = ng.ones(3, requires_grad=True)
+    x.register_hook(lambda g: g)
+    y = ng.ones(3, requires_grad=False)
+    r = (x * y + x.detach() ** 3).sum()
+    pic = ng.viz.graph(r, names={"x": x, "r": r})
+    svg = pic.svg()
+    assert _svg_ok(svg)
+    for text in ("SumBackward0", "AddBackward0", "MulBackward0", ">x<", ">r<", "saved y"):
+        assert text in svg, text
+    assert "ng-hook" in svg  # x carries a hook
+    assert "PowBackward0" not in svg  # the detached branch is not in the graph
+    html = r.grad_fn._repr_html_()
+    assert "<svg" in html and _svg_ok(html[html.index("<svg"):html.index("</svg>") + 6])
+
+
+def test_eager_graph_marks_a_saved_tensor_modified_in_place():
+    a = ng.tensor([1.0, 2.0], requires_grad=True)
+    b = a.sigmoid()
+    b.detach().zero_()
+    svg = ng.viz.graph(b).svg()
+    assert "stale" in svg
+
+
+def test_graph_of_a_compiled_call_draws_its_backward_node():
+    x, w = _inputs()
+    out = HOOKED(x, w)
+    svg = ng.viz.graph(out, names={"x": x, "w": w}).svg()
+    assert "CompiledFunctionBackward" in svg and ">w<" in svg
+
+
+def _control_flow(x):
+    if x.sum() > 0:  # the user's mistake
+        return x
+    return -x
+
+
+def test_tracing_error_traceback_keeps_only_user_frames():
+    f = ng.jit(_control_flow, backend="numpy")
+    with pytest.raises(ng.TracingError) as info:
+        f(ng.ones(3))
+    frames = traceback.extract_tb(info.value.__traceback__)
+    numgrad_frames = [fs for fs in frames if "/numgrad/" in fs.filename.replace("\\", "/")]
+    assert len(numgrad_frames) <= 2  # the two hidden frames that re-raise it
+    assert frames[-1].name == "_control_flow" and "x.sum() > 0" in frames[-1].line
+    assert "test_jupyter.py" in str(info.value)  # the message names the user's line
+    assert tracebacks.NOTE in getattr(info.value, "__notes__", [])
+
+
+def test_traceback_filtering_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("NUMGRAD_TRACEBACK_FILTERING", "off")
+    f = ng.jit(_control_flow, backend="numpy")
+    with pytest.raises(ng.TracingError) as info:
+        f(ng.ones(3))
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert sum("/numgrad/" in fs.filename.replace("\\", "/") for fs in frames) > 3
+
+
+def test_error_message_names_the_ipython_cell(monkeypatch):
+    cell = "/tmp/ipykernel_123/456.py"
+
+    class Compiler:
+        def format_code_name(self, name):
+            return ("Cell", "In[7]") if name == cell else None
+
+    shell = types.SimpleNamespace(compile=Compiler())
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: shell
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    code = compile("def f(x):\n    if x.max() > 0:\n        return x\n    return x\n", cell, "exec")
+    ns = {}
+    exec(code, ns)
+    with pytest.raises(ng.TracingError, match=r"at Cell In\[7\], line 2"):
+        ng.jit(ns["f"], backend="numpy")(ng.ones(2))
+
+
+def _slow(x):
+    time.sleep(0.4)
+    return x * 2
+
+
+def test_slow_compile_prints_one_line_and_hits_print_nothing(monkeypatch, capsys):
+    monkeypatch.setenv("NUMGRAD_PROGRESS_DELAY", "0.1")
+    f = ng.jit(_slow, backend="numpy")
+    x = ng.ones(3)
+    f(x)
+    err = capsys.readouterr().err
+    assert err.count("numgrad: compiling _slow") == 1 and "done in" in err
+    assert len([ln for ln in err.splitlines() if ln.strip()]) == 1
+    f(x)
+    assert capsys.readouterr().err == ""  # a cache hit is silent
+
+
+def test_fast_compile_prints_nothing(capsys):
+    f = ng.jit(lambda x: x + 1, backend="numpy")
+    f(ng.ones(2))
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_counts_kernels_bound_in_the_module():
+    name = "numgrad_test_progress_module"
+    mod = types.ModuleType(name)
+    sys.modules[name] = mod
+    try:
+        with progress.compiling("loss"):
+            progress.note("bwd", name, ["k0", "k1", "k2"])
+            mod.k0 = mod.k1 = object()
+            rep = progress._local.current
+            assert rep.text() == "numgrad: compiling loss (backward, 2/3 kernels)…"
+    finally:
+        del sys.modules[name]
+    assert progress._local.current is None
+
