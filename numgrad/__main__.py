@@ -1,4 +1,4 @@
-"""The command line: ``python -m numgrad demo | bench | info``."""
+"""The command line: ``python -m numgrad demo | bench | info | notebooks``."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +12,9 @@ def main(argv=None):
     demo = sub.add_parser("demo", help="walk through the five gradient tools, eager and compiled")
     demo.add_argument("--eager-only", action="store_true", help="skip the compiled column")
     sub.add_parser("info", help="versions, threads and cache directory")
+    nbs = sub.add_parser("notebooks", help="execute notebooks/*.ipynb and save their outputs "
+                                           "(needs the dev extra)")
+    nbs.add_argument("paths", nargs="*", help="notebooks to run (default: all)")
     bench = sub.add_parser("bench", help="benchmarks against PyTorch and JAX (run from the "
                                          "repository root, where bench/ is)",
                            description="Times W1-W6 for every installed system, interleaved, "
@@ -29,6 +32,9 @@ def main(argv=None):
     if args.command == "info":
         from numgrad.demo import info
         return info()
+    if args.command == "notebooks":
+        from numgrad.notebooks import main as run_notebooks
+        return run_notebooks(args.paths)
     if args.command == "bench":
         if add_arguments is None:
             print("bench/ is not importable: run from the repository root", file=sys.stderr)

@@ -28,19 +28,25 @@ def _n_hooks(node):
 
 
 def _saved(node):
-    """``[(name, shape text, ok)]`` of what the node keeps for its backward."""
+    """``[(rule parameter name, tensor or None, state)]`` of what the node keeps for its
+    backward; state is the shape, ``freed`` or ``modified: ...``."""
     saved = getattr(node, "_saved", None)
     out = []
     if isinstance(saved, dict):
         for name, s in saved.items():
             for k, one in enumerate(s if isinstance(s, list) else [s]):
                 data = one._data if one._tensor is None else getattr(one._tensor, "_data", None)
-                shape = "" if data is None else "[" + ",".join(map(str, data.shape)) + "]"
-                stale = one._freed or one._vc.value != one._version
-                out.append((name if not isinstance(s, list) else f"{name}{k}", shape, not stale))
+                if one._freed:
+                    state = "freed"   # by a backward without retain_graph
+                elif one._vc.value != one._version:
+                    state = f"modified: v{one._vc.value}, saved v{one._version}"
+                else:
+                    state = "[" + ",".join(map(str, data.shape)) + "]"
+                label = f"{name}{k}" if isinstance(s, list) else name
+                out.append((label, one._tensor, state))
     elif isinstance(saved, (list, tuple)):   # a compiled call's saved arrays
         for k, a in enumerate(saved):
-            out.append((f"saved{k}", "[" + ",".join(map(str, getattr(a, "shape", ()))) + "]", True))
+            out.append((f"{k}", None, "[" + ",".join(map(str, getattr(a, "shape", ()))) + "]"))
     return out
 
 
@@ -90,10 +96,14 @@ def autograd_picture(roots, names=None, show_saved=True) -> Picture:
             sub = (f"{hooks} hook{'s' if hooks > 1 else ''}" if hooks else "")
             nodes.append(Node(me, name, sub, "hook" if hooks else "op", 0, "box", title=name))
             if show_saved:
-                for k, (sname, shape, ok) in enumerate(_saved(node)):
+                for k, (sname, tensor, state) in enumerate(_saved(node)):
                     sid = f"{me}s{k}"
-                    nodes.append(Node(sid, f"saved {sname}", shape if ok else shape + " stale",
-                                      "saved" if ok else "hook", 0, "box"))
+                    who = label_of.get(id(tensor), sname)
+                    kind = "stale" if state.startswith("modified") else (
+                        "freed" if state == "freed" else "saved")
+                    nodes.append(Node(sid, f"saved {who}", state, kind, 0, "box",
+                                      title=f"saved for the backward as `{sname}`: {state}",
+                                      pull=True))
                     edges.append((sid, me, True))
         for nxt, _ in getattr(node, "next_functions", ()):
             if nxt is None:

@@ -49,7 +49,8 @@ def ir_picture(graph) -> Picture:
             continue  # shown inside the equations that use it
         us = users.get(v, [])
         band = 1 if us and all(e.ann.get("bwd") for e in us) else 0
-        nodes.append(Node(f"v{v.id}", f"const {v.name}", v.type_str(), "const", band, "ellipse"))
+        nodes.append(Node(f"v{v.id}", f"const {v.name}", v.type_str(), "const", band, "ellipse",
+                          pull=True))
         node_of[v] = f"v{v.id}"
     for e in graph.eqns:
         lits = [_literal(consts[v]) for v in e.inputs if v in consts and consts[v].size == 1]

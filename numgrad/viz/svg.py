@@ -25,9 +25,12 @@ PALETTE = {
     "hook": ("#ffc9c9", "#e03131"),
     "grad": ("#d3f9d8", "#37b24d"),       # an AccumulateGrad sink / a gradient output
     "saved": ("#fff9db", "#f08c00"),
+    "freed": ("#f8f9fa", "#ced4da"),
+    "stale": ("#ffe3e3", "#c92a2a"),
 }
 LEGEND = {"input": "requires grad", "op": "op", "no_grad": "{no_grad}", "detach": "{detach}",
-          "hook": "{hook}", "grad": "gradient", "saved": "saved tensor"}
+          "hook": "{hook}", "grad": "gradient", "saved": "saved tensor",
+          "freed": "freed by backward", "stale": "modified since saved"}
 
 COL_W, ROW_H, NODE_W, NODE_H, PAD = 150, 50, 128, 36, 14
 MAX_LABEL = 19
@@ -43,6 +46,7 @@ class Node:
     shape: str = "box"         # "box" or "ellipse"
     output: bool = False       # drawn with a double border
     title: str = ""            # tooltip
+    pull: bool = False         # a source drawn just before its first user, not in column 0
 
 
 @dataclass
@@ -59,6 +63,9 @@ class Picture:
         return render(self)
 
     __str__ = svg
+
+    def __repr__(self):
+        return f"<numgrad picture: {len(self.nodes)} nodes, {len(self.edges)} edges>"
 
     def _repr_svg_(self):
         return self.svg()
@@ -88,6 +95,11 @@ def _columns(nodes, edges):
             indeg[d] -= 1
             if indeg[d] == 0:
                 ready.append(d)
+    # Pulled sources (saved tensors, constants) sit next to their first user.
+    by_id = {n.id: n for n in nodes}
+    for i, n in by_id.items():
+        if n.pull and not preds[i] and succs[i]:
+            col[i] = max(0, min(col[d] for d in succs[i]) - 1)
     return col, preds
 
 
