@@ -27,12 +27,11 @@ def execute(path, timeout=600):
     from nbclient import NotebookClient
     nb = nbformat.read(str(path), as_version=4)
     # The kernel imports this checkout's numgrad, whatever is installed.
-    env_path = os.environ.get("PYTHONPATH", "")
-    if str(ROOT) not in env_path.split(os.pathsep):
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env_path) if p)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                             resources={"metadata": {"path": str(Path(path).parent)}})
-    client.execute()
+    client.execute(env=env)
     return nb
 
 

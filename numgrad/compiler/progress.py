@@ -5,8 +5,8 @@ multi-threaded tier); codegen calls ``note(role, module, kernels)`` before it im
 a generated module. A timer thread waits ``NUMGRAD_PROGRESS_DELAY`` seconds
 (default 1; ``NUMGRAD_PROGRESS=0`` silences it) and then prints what is being
 compiled and how far it got: kernels are compiled one by one while the module is
-imported, so the ones already bound in it are done. In a terminal or Jupyter the
-line is rewritten in place; elsewhere it is completed once at the end. Nothing is
+imported, so the ones already bound in it are done. In a terminal the line
+is rewritten in place; elsewhere (Jupyter, logs) it is completed once at the end. Nothing is
 printed on a cache hit, which never gets here, or for a fast compile.
 """
 from __future__ import annotations
@@ -86,8 +86,10 @@ class _Reporter:
 
 
 def _interactive(stream):
+    # A terminal redraws the line in place. Jupyter would too, but a saved notebook keeps
+    # every redraw as an output of its own, so there the line is completed once instead.
     if "ipykernel" in sys.modules:
-        return True
+        return False
     try:
         return stream.isatty()
     except (AttributeError, ValueError):

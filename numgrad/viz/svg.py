@@ -162,19 +162,22 @@ def render(pic: Picture) -> str:
                    f'rx="6" fill="{fill}" stroke="#dee2e6"/>')
         out.append(f'<text x="8" y="{y_top + 12:.0f}" fill="#868e96" font-weight="bold">'
                    f'{escape(name)}</text>')
-    for label, ids in pic.groups.items():
-        pts = [pos[i] for i in ids if i in pos]
+    # A group (a fused kernel) is the union of padded tiles around its members: its members
+    # need not form a rectangle, and a bounding box would cover other kernels' nodes.
+    hues = ("#4dabf7", "#f59f00", "#20c997", "#cc5de8", "#ff6b6b", "#94d82d")
+    for k, (label, ids) in enumerate(pic.groups.items()):
+        pts = sorted(pos[i] for i in ids if i in pos)
         if not pts:
             continue
-        x0 = min(p[0] for p in pts) - NODE_W / 2 - 6
-        x1 = max(p[0] for p in pts) + NODE_W / 2 + 6
-        y0 = min(p[1] for p in pts) - NODE_H / 2 - 12
-        y1 = max(p[1] for p in pts) + NODE_H / 2 + 5
-        out.append(f'<g class="ng-stage"><rect x="{x0:.0f}" y="{y0:.0f}" width="{x1 - x0:.0f}" '
-                   f'height="{y1 - y0:.0f}" rx="8" fill="#4dabf7" fill-opacity="0.07" '
-                   f'stroke="#4dabf7" stroke-dasharray="5,3"/>'
-                   f'<text x="{x0 + 4:.0f}" y="{y0 + 10:.0f}" fill="#1c7ed6" font-size="9">'
-                   f'{escape(label)}</text></g>')
+        hue = hues[k % len(hues)]
+        tiles = "".join(
+            f'<rect x="{x - NODE_W / 2 - 8:.0f}" y="{y - NODE_H / 2 - 7:.0f}" '
+            f'width="{NODE_W + 16 + (COL_W - NODE_W) * 0.5:.0f}" height="{ROW_H:.0f}" rx="6"/>'
+            for x, y in pts)
+        lx, ly = pts[0]
+        out.append(f'<g class="ng-stage" fill="{hue}" fill-opacity="0.13">{tiles}'
+                   f'<text x="{lx - NODE_W / 2 - 6:.0f}" y="{ly - NODE_H / 2 - 9:.0f}" '
+                   f'fill="{hue}" fill-opacity="1" font-size="9">{escape(label)}</text></g>')
     for s, d, dashed in pic.edges:
         if s not in pos or d not in pos:
             continue

@@ -361,7 +361,7 @@ class StageEmitter:
                 else f"full(1, {self.const_literal(v)})" for v in st.outputs]
         ret = "(" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")"
         self.emit(f"return {ret}")
-        eqn_lines = "\n".join(f"#   {e!r}" for e in st.eqns)
+        eqn_lines = "\n".join(f"#   {e.format(self.graph.consts)}" for e in st.eqns)
         sig = "(" + ", ".join(_nb_array_type(v) for v in st.inputs) + (
             "," if len(st.inputs) == 1 else "") + ")"
         head = (f"# stage {st.index}: fuses\n{eqn_lines}\n"
