@@ -214,9 +214,15 @@ class Graph:
         from numgrad.viz.ir_picture import ir_picture
         return ir_picture(self)
 
+    DRAW_LIMIT = 400  # equations: beyond this a drawing is too wide to read in a notebook
+
     def _repr_html_(self):
-        svg = self.picture().svg()
-        return (f'<div style="overflow-x:auto">{svg}</div>'
+        if len(self.eqns) <= self.DRAW_LIMIT:
+            svg = f'<div style="overflow-x:auto">{self.picture().svg()}</div>'
+        else:
+            svg = (f"<p>{len(self.eqns)} equations: too many to draw readably "
+                   "(<code>g.picture()</code> draws them anyway).</p>")
+        return (svg +
                 f"<details><summary>IR listing ({len(self.eqns)} equations)</summary>"
                 f"<pre>{html.escape(str(self))}</pre></details>")
 

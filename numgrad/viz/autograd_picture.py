@@ -56,6 +56,9 @@ def autograd_picture(roots, names=None, show_saved=True) -> Picture:
     if not isinstance(roots, (list, tuple)):
         roots = [roots]
     label_of = {id(t): k for k, t in (names or {}).items()}
+    # A named non-leaf tensor (``x_clone``) is written under the node that made it.
+    made = {id(t.grad_fn): k for k, t in (names or {}).items()
+            if getattr(t, "grad_fn", None) is not None and not any(t is r for r in roots)}
     nodes, edges, ids = [], [], {}
 
     def nid(node):
@@ -93,7 +96,9 @@ def autograd_picture(roots, names=None, show_saved=True) -> Picture:
                               title=f"{label}: AccumulateGrad (grad goes to .grad)"))
         else:
             name = node.name() if callable(getattr(node, "name", None)) else type(node).__name__
-            sub = (f"{hooks} hook{'s' if hooks > 1 else ''}" if hooks else "")
+            sub = " ".join(x for x in (f"→ {made[id(node)]}" if id(node) in made else "",
+                                       f"{hooks} hook{'s' if hooks > 1 else ''}" if hooks
+                                       else "") if x)
             nodes.append(Node(me, name, sub, "hook" if hooks else "op", 0, "box", title=name))
             if show_saved:
                 for k, (sname, tensor, state) in enumerate(_saved(node)):

@@ -86,10 +86,8 @@ def _columns(nodes, edges):
     indeg = {i: len(p) for i, p in preds.items()}
     col = {i: 0 for i in preds}
     ready = [n.id for n in nodes if indeg[n.id] == 0]
-    seen = 0
     while ready:
         i = ready.pop()
-        seen += 1
         for d in succs[i]:
             col[d] = max(col[d], col[i] + 1)
             indeg[d] -= 1
