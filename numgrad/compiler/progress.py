@@ -37,6 +37,7 @@ class _Reporter:
         self.what = what
         self.module = None
         self.kernels = ()
+        self.compiled = []      # (what, kernels) of each program this build compiled
         self.t0 = time.perf_counter()
         self.shown = False
         self.done = threading.Event()
@@ -72,6 +73,10 @@ class _Reporter:
             if self.shown:
                 took = time.perf_counter() - self.t0
                 verdict = f"done in {took:.1f} s" if ok else f"failed after {took:.1f} s"
+                if ok and self.compiled:
+                    n = sum(k for _, k in self.compiled)
+                    verdict += (f" ({' + '.join(w for w, _ in self.compiled)}, "
+                                f"{n} kernel{'s' if n != 1 else ''})")
                 if self.live:
                     self._write(f"\rnumgrad: compiled {self.name}: {verdict}" + " " * 20)
                 else:
@@ -125,3 +130,4 @@ def note(role, module=None, kernels=()):
         rep.what = _ROLE.get(role, role)
         rep.module = module
         rep.kernels = tuple(kernels)
+        rep.compiled.append((rep.what, len(rep.kernels)))

@@ -169,12 +169,12 @@ def render(pic: Picture) -> str:
             continue
         hue = hues[k % len(hues)]
         tiles = "".join(
-            f'<rect x="{x - NODE_W / 2 - 8:.0f}" y="{y - NODE_H / 2 - 7:.0f}" '
-            f'width="{NODE_W + 16 + (COL_W - NODE_W) * 0.5:.0f}" height="{ROW_H:.0f}" rx="6"/>'
+            f'<rect x="{x - NODE_W / 2 - 11:.0f}" y="{y - ROW_H / 2:.0f}" '
+            f'width="{COL_W}" height="{ROW_H}" rx="2"/>'
             for x, y in pts)
         lx, ly = pts[0]
         out.append(f'<g class="ng-stage" fill="{hue}" fill-opacity="0.13">{tiles}'
-                   f'<text x="{lx - NODE_W / 2 - 6:.0f}" y="{ly - NODE_H / 2 - 9:.0f}" '
+                   f'<text x="{lx - NODE_W / 2 - 8:.0f}" y="{ly - NODE_H / 2 - 2:.0f}" '
                    f'fill="{hue}" fill-opacity="1" font-size="9">{escape(label)}</text></g>')
     for s, d, dashed in pic.edges:
         if s not in pos or d not in pos:
