@@ -86,12 +86,8 @@ class Program:
             omp.tune()
             if verbose:
                 print("[numgrad.jit] second call: compiling the multi-threaded (prange) tier")
-            from numgrad.compiler import progress
             try:
-                with progress.compiling(self.graph.name, "multi-threaded tier"):
-                    progress.note("tier", cache.module_name(source),
-                                  [st.name for kind, st in self.steps if kind == "kernel"])
-                    module, _ = cache.load_module(source, verbose=verbose)
+                module, _ = cache.load_module(source, verbose=verbose)
             except Exception as exc:  # keep the serial kernels, which work
                 warnings.warn(f"numgrad could not compile the multi-threaded kernels "
                               f"({first_line(exc)}); "
@@ -107,7 +103,9 @@ class Program:
 
     def __call__(self, arrays):
         if self._upgrade is not None:
-            self._tier_up()
+            from numgrad.compiler import progress
+            with progress.compiling(self.graph.name, "multi-threaded tier"):
+                self._tier_up()
         if self._direct is not None:
             for a in arrays:
                 if not a.flags.c_contiguous or not a.flags.writeable:
