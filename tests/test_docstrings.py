@@ -9,7 +9,7 @@ import pytest
 import numgrad as ng
 
 MODULES = ["numgrad", "numgrad.tensor", "numgrad.creation", "numgrad.autograd.engine",
-           "numgrad.compiler", "numgrad.compiler.transforms"]
+           "numgrad.compiler", "numgrad.compiler.transforms", "numgrad.viz"]
 
 
 @pytest.mark.parametrize("name", MODULES)
