@@ -101,7 +101,8 @@ def leaf_names(fn, args, kwargs):
         walk(a, k)
     seen, out = set(), []
     for n in names:
-        ok = (n is not None and n.isidentifier() and not keyword.iskeyword(n)
+        # ASCII identifiers only: the names also appear in the generated kernel source.
+        ok = (n is not None and n.isascii() and n.isidentifier() and not keyword.iskeyword(n)
               and n not in seen and len(n) <= 32)
         seen.add(n)
         out.append(n if ok else None)

@@ -207,3 +207,28 @@ def test_progress_counts_kernels_bound_in_the_module():
         del sys.modules[name]
     assert progress._local.current is None
 
+
+
+def test_names_of_nested_and_star_arguments():
+    from numgrad.compiler.pytree import leaf_names
+
+    def f(params, *rest, scale=1.0, **extra):
+        return params
+
+    names = leaf_names(f, ((1, 2), 3, {"a": 4}), {"scale": 2.0, "bias": 5, "α": 6})
+    assert names == ["params_0", "params_1", "rest_0", "rest_1_a", "scale", "bias", None]
+
+
+def test_parameter_named_like_a_letter_value_keeps_its_name():
+    def g(b, a):  # letters the IR would otherwise give intermediates
+        return (a * b + a).sum()
+
+    cf = ng.jit(g, backend="numpy")
+    a, b = ng.ones(3, requires_grad=True), ng.ones(3, requires_grad=True)
+    text = str(cf.trace(b, a))
+    defined = [ln.split(":")[0].strip() for ln in text.splitlines()[1:] if " = " in ln]
+    assert "a" not in defined and "b" not in defined
+    assert text.splitlines()[0].startswith("{ lambda b:f32[3]{grad} a:f32[3]{grad}")
+    out = cf(b, a)
+    out.backward()
+    assert np.allclose(a.grad.numpy(), 2.0) and np.allclose(b.grad.numpy(), 1.0)
