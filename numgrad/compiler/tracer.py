@@ -51,6 +51,7 @@ class Tracer:
         self._dtype_cache = {}
         self.leaf_hooks = []    # (input position, hook) registered on inputs while tracing
         self.active = True
+        self.backward = False   # set while a transform runs the engine: equations are {bwd}
         # Captures: concrete tensors from outside the arguments, lifted to implicit inputs.
         self.reachable = {}     # id -> tensor: what the guard scan found a path to
         self.lift = None        # set by autodiff.trace: tensor -> traced input tensor
@@ -155,7 +156,9 @@ class Tracer:
         ins = [self.var_of(d) for d in datas]
         shape, dtype = self.abstract(prim, ins, params)
         out = self._new(shape, dtype)
-        self.graph.eqns.append(Eqn(prim, ins, params, out, {"grad": is_grad_enabled()}))
+        ann = {"grad": is_grad_enabled(), "bwd": True} if self.backward else {
+            "grad": is_grad_enabled()}
+        self.graph.eqns.append(Eqn(prim, ins, params, out, ann))
         return out
 
     def abstract(self, prim, ins, params):
@@ -174,7 +177,8 @@ class Tracer:
     def record(self, name, ins, shape, dtype, params=None, ann=None):
         """A structural equation (``detach``, ``hook``) that is no registry primitive."""
         out = self._new(shape, dtype)
-        a = {"grad": is_grad_enabled()}
+        a = {"grad": is_grad_enabled(), "bwd": True} if self.backward else {
+            "grad": is_grad_enabled()}
         a.update(ann or {})
         self.graph.eqns.append(Eqn(name, ins, params or {}, out, a))
         return out

@@ -5,14 +5,31 @@ wrapped in ``ng.jit``, trace into one joint forward+backward plan.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 
 from numgrad.autograd import engine
+from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import enable_grad
 from numgrad.tensor import Tensor
 
 _depth = threading.local()  # how many transforms are evaluating their function right now
+
+
+@contextlib.contextmanager
+def _deriving():
+    """Under a trace, equations the engine records now are the derived backward: listings
+    and pictures of ``ng.jit(ng.value_and_grad(f))`` show them in the backward band."""
+    tracer = current_tracer()
+    if tracer is None:
+        yield
+        return
+    prev, tracer.backward = tracer.backward, True
+    try:
+        yield
+    finally:
+        tracer.backward = prev
 
 
 def value_and_grad(fn, argnums=0, has_aux=False):
@@ -52,8 +69,9 @@ def value_and_grad(fn, argnums=0, has_aux=False):
             value, aux = (out if has_aux else (out, None))
             if not isinstance(value, Tensor) or value.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            grads = engine.grad(value, [args[n] for n in nums], create_graph=nested,
-                                materialize_grads=True)
+            with _deriving():
+                grads = engine.grad(value, [args[n] for n in nums], create_graph=nested,
+                                    materialize_grads=True)
         if not nested:
             value = value.detach()
         g = grads[0] if single else tuple(grads)

@@ -232,3 +232,12 @@ def test_parameter_named_like_a_letter_value_keeps_its_name():
     out = cf(b, a)
     out.backward()
     assert np.allclose(a.grad.numpy(), 2.0) and np.allclose(b.grad.numpy(), 1.0)
+
+
+def test_value_and_grad_trace_shows_its_backward_band():
+    vg = ng.jit(ng.value_and_grad(lambda x: (x.tanh() * 3.0).sum()), backend="numpy")
+    g = vg.trace(ng.ones(3))
+    assert "# backward" in str(g)
+    bwd = str(g).split("# backward")[1]
+    assert "{no_grad}" not in bwd and "tanh" not in bwd  # the derivative, not the forward
+    assert ">backward (derived)<" in g.picture().svg()
