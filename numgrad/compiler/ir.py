@@ -101,7 +101,7 @@ class _Ids:
         return i
 
 
-def _literal(v, a):
+def _literal(a):
     """A size-1 constant's value as a jaxpr literal (``2.0``, ``-1``, ``True``)."""
     x = a.reshape(-1)[0].item()
     return repr(x)
@@ -148,7 +148,7 @@ class Eqn:
                            if not k.startswith("_"))
         params = f"[{params}]" if params else ""
         ann = " ".join("{" + k + "}" for k in self.annotations())
-        args = " ".join(_literal(v, consts[v]) if consts and v in consts and consts[v].size == 1
+        args = " ".join(_literal(consts[v]) if consts and v in consts and consts[v].size == 1
                         else v.name for v in self.inputs)
         return f"{self.out!r} = {self.name}{params} {args}" + (f"  {ann}" if ann else "")
 
@@ -202,7 +202,7 @@ class Graph:
                 lines.append("    # backward (derived by running the eager engine on the trace)")
                 split = False
             lines.append(f"    {e.format(self.consts)}")
-        outs = " ".join(_literal(v, self.consts[v]) if v in self.consts and
+        outs = " ".join(_literal(self.consts[v]) if v in self.consts and
                         self.consts[v].size == 1 else v.name for v in self.outputs)
         lines.append(f"  in ({outs}) }}")
         return "\n".join(lines)

@@ -33,7 +33,6 @@ def ir_picture(graph) -> Picture:
         for v in e.inputs:
             users.setdefault(v, []).append(e)
     outputs = set(graph.outputs)
-    grads_out = set()
     nodes, edges, node_of = [], [], {}
     for v in graph.inputs:
         us = users.get(v, [])
@@ -59,7 +58,6 @@ def ir_picture(graph) -> Picture:
         kind = _kind(e)
         if e.out in outputs and e.ann.get("bwd"):
             kind = "grad" if kind == "op" else kind
-            grads_out.add(e.out)
         tip = e.format(consts) if hasattr(e, "format") else repr(e)
         sub = f"{e.out.name}:{e.out.type_str()}" + (" {" + ",".join(ann) + "}" if ann else "")
         nid = f"v{e.out.id}"
