@@ -7,6 +7,8 @@ parentheses, as in PyTorch.
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
 
 _state = threading.local()
@@ -36,6 +38,11 @@ class _GradModeContext:
     _bare_decorator_ok = True
 
     def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(self._clone, fn)
+        if inspect.iscoroutinefunction(fn):
+            return _wrap_coroutine(self._clone, fn)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self._clone():
@@ -52,6 +59,61 @@ class _GradModeContext:
     def __exit__(self, *exc):
         _set_enabled(self._prev)
         return False
+
+
+def _drive(ctx_factory, gen, first):
+    """Step ``gen`` (a generator or a coroutine) with the mode set while it runs.
+
+    The mode holds from each resume to the next suspension and the caller's mode is
+    back in force between them, as PyTorch's generator wrapper does.
+    """
+    try:
+        with ctx_factory():
+            response = gen.send(first)
+        while True:
+            try:
+                request = yield response
+            except GeneratorExit:
+                with ctx_factory():
+                    gen.close()
+                raise
+            except BaseException:
+                with ctx_factory():
+                    response = gen.throw(*sys.exc_info()[1:2])
+            else:
+                with ctx_factory():
+                    response = gen.send(request)
+    except StopIteration as e:
+        return e.value
+
+
+def _wrap_generator(ctx_factory, fn):
+    @functools.wraps(fn)
+    def generator(*args, **kwargs):
+        return (yield from _drive(ctx_factory, fn(*args, **kwargs), None))
+    return generator
+
+
+class _Awaitable:
+    """Lets an ``async def`` wrapper ``await`` a plain generator that drives the coroutine."""
+
+    __slots__ = ("gen",)
+
+    def __init__(self, gen):
+        self.gen = gen
+
+    def __await__(self):
+        return self.gen
+
+
+def _wrap_coroutine(ctx_factory, fn):
+    # PyTorch 2.13 sets the mode only while the coroutine object is created, so
+    # `@torch.no_grad() async def` has no effect inside; numgrad applies it on every
+    # resume, as it does for generators.
+    @functools.wraps(fn)
+    async def coroutine(*args, **kwargs):
+        return await _Awaitable(_drive(ctx_factory, fn(*args, **kwargs), None))
+    return coroutine
 
 
 class no_grad(_GradModeContext):

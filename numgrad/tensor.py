@@ -244,6 +244,10 @@ class Tensor:
                                    "gradient and the tensor have the same dtype")
         self._grad = value
 
+    @grad.deleter
+    def grad(self):
+        self._grad = None  # `del x.grad`, as in PyTorch
+
     def _tensor_hooks_dict(self):
         if self._hooks is None:
             self._hooks = OrderedDict()

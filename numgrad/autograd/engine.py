@@ -18,6 +18,8 @@ import sys
 import numpy as np
 
 from numgrad import ops as _ops
+
+from numgrad.autograd import anomaly
 from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
 from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
 from numgrad.tensor import Tensor
@@ -184,7 +186,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 def _add(a, b):
-    return b if a is None else _ops.add(a, b)  # differentiable under create_graph
+    return b if a is None else _ops.elementwise.add(a, b)  # differentiable under create_graph
 
 
 def _needed(roots, targets):
@@ -285,7 +287,7 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                 continue  # only captured here; nothing below leads to a target
             for g in buf:
                 if g is not None:
-                    outs = node.apply(buf)
+                    outs = node.apply(buf) if not anomaly.enabled else anomaly.run(node, buf)
                     if not retain_graph:
                         node._release()
                     break
@@ -339,7 +341,7 @@ def _execute_one_step(root, g, retain_graph, create_graph, accumulate):
     try:
         if node._pre_hooks is not None or node._retained is not None:
             buf[nr] = _run_hooks(node, nr, g)
-        outs = node.apply(buf)
+        outs = node.apply(buf) if not anomaly.enabled else anomaly.run(node, buf)
         if not retain_graph:
             node._release()
         for (child, _), cg in zip(node.next_functions, outs):
@@ -419,7 +421,7 @@ def _accumulate_into(t, g, create_graph):
             with no_grad():
                 t._grad = _ops.clone(g.detach())
     elif create_graph or type(cur._data) is not np.ndarray or type(g._data) is not np.ndarray:
-        t._grad = _ops.add(cur, g)
+        t._grad = _ops.elementwise.add(cur, g)
     else:
         cur._data += g._data
         cur._vc.value += 1

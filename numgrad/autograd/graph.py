@@ -54,6 +54,9 @@ class Node:
         raise NotImplementedError
 
     def __call__(self, *grads):
+        n = self.num_outputs
+        if len(grads) != n:
+            raise TypeError(f"expected {n} arguments, got {len(grads)} instead")
         return self.apply(list(grads))
 
     num_outputs = 1  # a class attribute, not a property: the engine reads it per node
@@ -126,7 +129,7 @@ class SavedTensor:
     grad_fn, so the saved output stays differentiable under ``create_graph``.
     """
 
-    __slots__ = ("_tensor", "_data", "_vc", "_version", "_output_nr", "_freed", "_producer",
+    __slots__ = ("_tensor", "_data", "_vc", "_version", "_output_nr", "_freed",
                  "_requires_grad")
 
     def __init__(self, t: Tensor, is_output: bool = False):
@@ -141,7 +144,6 @@ class SavedTensor:
         else:
             self._tensor = t
             self._data = None
-        self._producer = t.grad_fn
 
     def unpack(self, node: Node) -> Tensor:
         if self._freed:
@@ -150,7 +152,9 @@ class SavedTensor:
             data = self._data if self._tensor is None else self._tensor._data
             from numgrad import dtypes
             what = describe(data, dtypes.from_numpy_dtype(data.dtype).name)
-            producer = node if self._tensor is None else self._producer
+            # PyTorch names the node a saved output belongs to, and for a saved input the
+            # tensor's grad_fn now (after the in-place op that bumped it), not at saving.
+            producer = node if self._tensor is None else self._tensor.grad_fn
             if producer is not None:
                 name = producer.name()
                 for suffix in ("Backward0", "Backward1", "Backward2"):
@@ -162,7 +166,7 @@ class SavedTensor:
                 f"inplace operation: {what} is at version {self._vc.value}; expected version "
                 f"{self._version} instead. Hint: enable anomaly detection to find the operation "
                 "that failed to compute its gradient, with "
-                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+                "ng.autograd.set_detect_anomaly(True, check_nan=False).")
         if self._tensor is not None:
             return self._tensor
         return Tensor._make(self._data, node if self._requires_grad else None, self._vc,
@@ -178,3 +182,25 @@ class SavedTensor:
         self._freed = True
         self._tensor = None
         self._data = None
+
+
+class SavedParam:
+    """A static param that PyTorch's node keeps as a saved tensor (an index array).
+
+    It is freed with the node's saved tensors, so using it after a backward without
+    ``retain_graph`` raises the same "second time" error as PyTorch.
+    """
+
+    __slots__ = ("_value", "_freed")
+
+    def __init__(self, value):
+        self._value = value
+        self._freed = False
+
+    def unpack(self, node: Node):
+        if self._freed:
+            raise RuntimeError(_FREED)
+        return self._value
+
+    def free(self):
+        self._freed = True

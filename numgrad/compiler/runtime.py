@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from numgrad.autograd import anomaly
 from numgrad.autograd.graph import Node, edge_of, describe, _FREED, _sequence
 from numgrad.compiler import autodiff, guards, progress, pytree, tracebacks
 from numgrad.compiler.codegen import get_backend
@@ -291,6 +292,8 @@ class Plan:
             if not self.grad:
                 return Tensor._make(res[0])
             node = CompiledFunctionBackward(self, tensors, arrays, res[1:1 + self.n_saved])
+            if anomaly.enabled:
+                anomaly.record(node)
             return Tensor._make(res[0], node, None, self._one_output)
         tensors = [leaves[i] for i in self.tensor_pos] + self.captured
         arrays = [_contiguous(t._data) for t in tensors]
@@ -457,7 +460,7 @@ class CompiledFunctionBackward(Node):
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: {what} is at version {now}; expected version {expected} "
             "instead. Hint: enable anomaly detection to find the operation that failed to "
-            "compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+            "compute its gradient, with ng.autograd.set_detect_anomaly(True, check_nan=False).")
 
     def apply(self, grads):
         if self._freed:

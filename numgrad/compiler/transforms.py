@@ -9,9 +9,13 @@ import contextlib
 import functools
 import threading
 
+import numpy as np
+
 from numgrad.autograd import engine
 from numgrad.compiler.tracer import current_tracer
-from numgrad.grad_mode import enable_grad
+from numgrad.creation import zeros_like
+from numgrad.dtypes import default_float
+from numgrad.grad_mode import enable_grad, is_grad_enabled
 from numgrad.tensor import Tensor
 
 _depth = threading.local()  # how many transforms are evaluating their function right now
@@ -46,17 +50,30 @@ def value_and_grad(fn, argnums=0, has_aux=False):
     def wrapped(*args, **kwargs):
         args = list(args)
         # Inside another transform (ng.grad(ng.grad(f))) the grads must stay differentiable
-        # w.r.t. the outer inputs; at top level the transform is pure, as in JAX.
+        # w.r.t. the outer inputs. At top level the transform is pure, as in JAX, unless an
+        # input requires grad while grad mode is on: then, as torch.func.grad does, the
+        # result is built with create_graph and composes with the caller's autograd.
         nested = getattr(_depth, "n", 0) > 0
+        outer = is_grad_enabled()
+        attach = nested
         for n in nums:
+            if n >= len(args):
+                raise TypeError(f"value_and_grad: argnums={n} but the function was called with "
+                                f"{len(args)} positional argument(s)")
             a = args[n]
-            if not isinstance(a, Tensor):
-                raise TypeError(f"value_and_grad: argument {n} must be a Tensor, got "
-                                f"{type(a).__name__}")
+            if isinstance(a, float):  # JAX and HIPS autograd take Python floats
+                a = args[n] = Tensor._make(np.array(a, default_float.np))
+            elif not isinstance(a, Tensor):
+                raise TypeError(f"value_and_grad: argument {n} must be a Tensor or a Python "
+                                f"float, got {type(a).__name__}")
             if not a.dtype.is_floating_point:
                 raise RuntimeError("only Tensors of floating point dtype can require gradients "
                                    f"(argument {n} is {a.dtype})")
-            if not (nested and a.requires_grad):
+            if a.requires_grad and (nested or outer):
+                attach = True
+        for n in nums:
+            a = args[n]
+            if not (attach and a.requires_grad):
                 # Differentiate w.r.t. a fresh leaf: the caller's tensor need not require grad.
                 args[n] = a.detach().requires_grad_(True)
         _depth.n = getattr(_depth, "n", 0) + 1
@@ -69,10 +86,16 @@ def value_and_grad(fn, argnums=0, has_aux=False):
             value, aux = (out if has_aux else (out, None))
             if not isinstance(value, Tensor) or value.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            with _deriving():
-                grads = engine.grad(value, [args[n] for n in nums], create_graph=nested,
-                                    materialize_grads=True)
-        if not nested:
+            wrt = [args[n] for n in nums]
+            if value.requires_grad:
+                with _deriving():
+                    grads = engine.grad(value, wrt, create_graph=attach,
+                                        materialize_grads=True)
+            else:
+                # The value does not depend on the inputs (a constant, `sign`, the grad of
+                # a linear function): its gradient is zero, as in JAX and torch.func.
+                grads = tuple(zeros_like(a) for a in wrt)
+        if not attach:
             value = value.detach()
         g = grads[0] if single else tuple(grads)
         return ((value, aux), g) if has_aux else (value, g)

@@ -8,7 +8,7 @@ from numgrad.ops.registry import REGISTRY, Primitive, defop
 from numgrad.ops.dispatch import apply, evaluate, sum_to, broadcast_shapes
 from numgrad.ops.elementwise import (
     neg, abs_ as abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, clone,
-    add, sub, mul, div, maximum, minimum, where, eq, ne, lt, le, gt, ge,
+    mul, div, maximum, minimum, where, eq, ne, lt, le, gt, ge,
     logical_and, logical_or, logical_not,
 )
 from numgrad.ops.reduction import sum, mean, amax, amin, max, min, argmax, argmin
@@ -18,7 +18,7 @@ from numgrad.ops.layout import (
 )
 from numgrad.ops.indexing import getitem, index_put
 from numgrad.ops.linalg import matmul
-from numgrad.ops.methods import pow, clamp, to
+from numgrad.ops.methods import pow, clamp, to, add, sub
 from numgrad.ops import inplace  # noqa: F401  (registers fill/copy)
 
 divide, multiply, subtract, true_divide = div, mul, sub, div

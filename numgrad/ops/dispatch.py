@@ -17,7 +17,8 @@ import numbers
 import numpy as np
 
 from numgrad import dtypes as _dt
-from numgrad.autograd.graph import Node, SavedTensor, edge_of, _sequence
+from numgrad.autograd import anomaly as _anomaly
+from numgrad.autograd.graph import Node, SavedParam, SavedTensor, edge_of, _sequence
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 
@@ -150,6 +151,8 @@ def apply(prim, *args, **params):
         needed = _needed_inputs(prim, tensors)
         if needed:
             node = OpNode(prim, params, tensors, needed)
+            if _anomaly.enabled:
+                _anomaly.record(node)
             out = _make(out_data, node, vc)
             if node._wants_out:
                 node._saved["out"] = SavedTensor(out, is_output=True)
@@ -218,6 +221,9 @@ class OpNode(Node):
                     saved[n] = [SavedTensor(t) for t in tensors]
                 elif n in names:
                     saved[n] = SavedTensor(tensors[names.index(n)])
+        if prim.saves is not None:
+            for n in prim.saves(params):
+                saved[n] = SavedParam(params[n])
         self._saved = saved
         self._wants_out = wants_out
 

@@ -90,15 +90,21 @@ def _np_index_put(x, v, index):
     return out
 
 
+def _saves_advanced_index(params):
+    # PyTorch's IndexBackward0 and CopySlices keep their index tensors as saved variables.
+    return ("index",) if is_advanced(params["index"]) else ()
+
+
 getitem_p = defop("getitem", inputs=("x",), params=("index",), view=True, impl=_np_getitem,
-                  abstract=_abstract_getitem, node=_getitem_name, lowering="getitem")
+                  abstract=_abstract_getitem, node=_getitem_name, lowering="getitem",
+                  saves=_saves_advanced_index)
 index_add_p = defop("index_add", inputs=("g",), params=("shape", "index"), node="IndexAddBackward0",
                     impl=_np_index_add,
                     abstract=lambda g, shape, index: (tuple(shape), g.dtype),
                     lowering="scatter_add")
 index_put_p = defop("index_put", inputs=("x", "v"), params=("index",), node="CopySlices",
                     impl=_np_index_put, abstract=lambda x, v, index: (x.shape, x.dtype),
-                    lowering="index_put")
+                    lowering="index_put", saves=lambda params: ("index",))
 
 getitem_p.defvjp(lambda g, x_shape, index: index_add_p(g, shape=x_shape, index=index))
 index_add_p.defvjp(lambda g, index: getitem_p(g, index=index))

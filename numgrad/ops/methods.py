@@ -10,9 +10,11 @@ import numbers
 import numpy as np
 
 from numgrad import dtypes as _dt
+from numgrad.grad_mode import no_grad
 from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
 from numgrad.ops import linalg, inplace
 from numgrad.ops.inplace import apply_inplace
+from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device
 
 
@@ -21,12 +23,15 @@ def _operand(x):
 
 
 def _binary(prim, reflected=False):
+    # NumPy arrays are constants here (see ops.numpy_interop), in both orders.
     if reflected:
         def method(self, other):
-            return prim(other, self) if _operand(other) else NotImplemented
+            other = operand(other)
+            return NotImplemented if other is None else prim(other, self)
     else:
         def method(self, other):
-            return prim(self, other) if _operand(other) else NotImplemented
+            other = operand(other)
+            return NotImplemented if other is None else prim(self, other)
     method.__name__ = prim.name
     return method
 
@@ -43,12 +48,39 @@ def pow(x, exponent):
     return E.pow_(x, exponent)
 
 
+def _scaled(other, alpha, name):
+    if alpha == 1:
+        return other
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Number):
+        raise TypeError(f"{name}(): argument 'alpha' must be a Number, not "
+                        f"{type(alpha).__name__}")
+    return other * alpha
+
+
+def add(input, other, *, alpha=1):
+    """``input + alpha * other`` (``torch.add``); broadcasting and type promotion as for ``+``.
+
+    Raises RuntimeError when the shapes do not broadcast.
+    """
+    return E.add(input, _scaled(other, alpha, "add"))
+
+
+def sub(input, other, *, alpha=1):
+    """``input - alpha * other`` (``torch.sub``).
+
+    Raises RuntimeError when the shapes do not broadcast or both operands are bool.
+    """
+    return E.sub(input, _scaled(other, alpha, "sub"))
+
+
 def _rpow(self, other):
-    return E.pow_(other, self) if _operand(other) else NotImplemented
+    other = operand(other)
+    return NotImplemented if other is None else E.pow_(other, self)
 
 
 def _pow_method(self, other):
-    return pow(self, other) if _operand(other) else NotImplemented
+    other = operand(other)
+    return NotImplemented if other is None else pow(self, other)
 
 
 def to(self, *args, **kwargs):
@@ -68,11 +100,38 @@ def to(self, *args, **kwargs):
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
     out = self
     if dtype is not None and _dt.as_dtype(dtype) is not self.dtype:
-        out = E.to_dtype(out, dtype=_dt.as_dtype(dtype).np)
+        target = _dt.as_dtype(dtype)
+        if target.is_floating_point:
+            out = E.to_dtype(out, dtype=target.np)
+        else:
+            # Integers and bools carry no gradient: PyTorch's x.long() has no grad_fn.
+            with no_grad():
+                out = E.to_dtype(out, dtype=target.np)
     if dev is not None and _device(dev) != out.device:
         from numgrad import devices
         out = devices.transfer(out, _device(dev))
     return out
+
+
+def _missing_dtype(method, torch_dtype, instead):
+    def convert(self, memory_format=None):
+        raise TypeError(f"Tensor.{method}() converts to {torch_dtype}, which numgrad does not "
+                        f"have (its dtypes are float32, float64, int64 and bool); use "
+                        f".{instead}() instead")
+    convert.__name__ = method
+    convert.__doc__ = (f"PyTorch's ``Tensor.{method}()`` ({torch_dtype}); numgrad has no such "
+                       f"dtype, so this raises TypeError and names ``.{instead}()``.")
+    return convert
+
+
+def _matmul(self, other):
+    other = operand(other)
+    return linalg.matmul(self, other) if isinstance(other, Tensor) else NotImplemented
+
+
+def _rmatmul(self, other):
+    other = operand(other)
+    return linalg.matmul(other, self) if isinstance(other, Tensor) else NotImplemented
 
 
 def _setitem(self, index, value):
@@ -118,6 +177,8 @@ def clamp(x, min=None, max=None):
 
 def _inplace_binary(prim):
     def method(self, other):
+        if isinstance(other, np.ndarray):
+            other = as_constant(other)
         return apply_inplace(self, prim, other)
     method.__name__ = prim.name + "_"
     return method
@@ -130,8 +191,7 @@ _METHODS = {
     "__mul__": _binary(E.mul), "__rmul__": _binary(E.mul, True),
     "__truediv__": _binary(E.div), "__rtruediv__": _binary(E.div, True),
     "__pow__": _pow_method, "__rpow__": _rpow,
-    "__matmul__": lambda s, o: linalg.matmul(s, o) if isinstance(o, Tensor) else NotImplemented,
-    "__rmatmul__": lambda s, o: linalg.matmul(o, s) if isinstance(o, Tensor) else NotImplemented,
+    "__matmul__": _matmul, "__rmatmul__": _rmatmul, "__array_ufunc__": array_ufunc,
     "__neg__": lambda s: E.neg(s), "__pos__": lambda s: s, "__abs__": lambda s: E.abs_(s),
     "__eq__": _binary(E.eq), "__ne__": _binary(E.ne), "__lt__": _binary(E.lt),
     "__le__": _binary(E.le), "__gt__": _binary(E.gt), "__ge__": _binary(E.ge),
@@ -139,8 +199,7 @@ _METHODS = {
     "__invert__": lambda s: E.logical_not(s),
     "__getitem__": lambda s, i: I.getitem(s, i), "__setitem__": _setitem,
     # arithmetic
-    "add": lambda s, o, alpha=1: E.add(s, o if alpha == 1 else o * alpha),
-    "sub": lambda s, o, alpha=1: E.sub(s, o if alpha == 1 else o * alpha),
+    "add": add, "sub": sub,
     "mul": lambda s, o: E.mul(s, o), "div": lambda s, o: E.div(s, o),
     "pow": lambda s, o: pow(s, o), "matmul": lambda s, o: linalg.matmul(s, o),
     "neg": lambda s: E.neg(s), "abs": lambda s: E.abs_(s), "sign": lambda s: E.sign(s),
@@ -165,17 +224,23 @@ _METHODS = {
     "to": to, "float": lambda s: to(s, _dt.float32), "double": lambda s: to(s, _dt.float64),
     "long": lambda s: to(s, _dt.int64), "bool": lambda s: to(s, _dt.bool_),
     "type_as": lambda s, o: to(s, o.dtype),
+    **{m: _missing_dtype(m, d, i) for m, d, i in (
+        ("int", "int32", "long"), ("short", "int16", "long"), ("char", "int8", "long"),
+        ("byte", "uint8", "long"), ("half", "float16", "float"),
+        ("bfloat16", "bfloat16", "float"))},
     "cpu": lambda s: to(s, "cpu"), "cuda": lambda s, device=None: to(s, device or "cuda"),
     # in-place
-    "add_": _inplace_binary(E.add), "sub_": _inplace_binary(E.sub),
+    "add_": lambda s, o, alpha=1: apply_inplace(s, add, o, alpha=alpha),
+    "sub_": lambda s, o, alpha=1: apply_inplace(s, sub, o, alpha=alpha),
     "mul_": _inplace_binary(E.mul), "div_": _inplace_binary(E.div),
     "pow_": lambda s, o: apply_inplace(s, pow, o),
+    "__ipow__": lambda s, o: apply_inplace(s, pow, as_constant(o) if isinstance(o, np.ndarray) else o),
     "clamp_": lambda s, min=None, max=None: apply_inplace(s, clamp, min, max),
     "relu_": lambda s: apply_inplace(s, E.relu),
     "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
 }
 # `t += o` is in place, as in PyTorch (same version bump, same leaf error).
-_METHODS.update({"__iadd__": _METHODS["add_"], "__isub__": _METHODS["sub_"],
+_METHODS.update({"__iadd__": _inplace_binary(E.add), "__isub__": _inplace_binary(E.sub),
                  "__imul__": _METHODS["mul_"], "__itruediv__": _METHODS["div_"]})
 
 

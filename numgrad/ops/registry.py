@@ -29,6 +29,9 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
 - ``floating``: an elementwise op whose result is always floating (exp, tanh...):
   integer and bool operands are promoted to the default float dtype first, as
   PyTorch does (``tanh`` of an int64 tensor is float32, not NumPy's float64).
+- ``saves(params) -> names``: params that PyTorch's node keeps as saved tensors (the
+  index arrays of an advanced index): a backward without ``retain_graph`` frees them,
+  so a second backward raises PyTorch's "backward through the graph a second time".
 - ``check(operands)``: for operands PyTorch refuses that NumPy would take (bools in
   ``sub``, ``neg``, ``abs``, ``relu``), returns PyTorch's exception, raised before any
   promotion (so eager mode and the tracer refuse alike); None when the operands are fine.
@@ -61,10 +64,10 @@ REGISTRY: dict[str, "Primitive"] = {}
 
 class Primitive:
     __slots__ = ("name", "inputs", "params", "impl", "kind", "abstract", "node", "lowering",
-                 "view", "vjps", "needs", "variadic", "floating", "check")
+                 "view", "vjps", "needs", "variadic", "floating", "check", "saves")
 
     def __init__(self, name, inputs, params, impl, kind, abstract, node, lowering, view,
-                 floating=False, check=None):
+                 floating=False, check=None, saves=None):
         self.name = name
         self.inputs = tuple(inputs)
         self.variadic = len(self.inputs) == 1 and self.inputs[0].startswith("*")
@@ -77,6 +80,7 @@ class Primitive:
         self.view = view
         self.floating = floating  # int/bool operands computed in the default float dtype
         self.check = check  # check(operands) -> the exception to raise, or None
+        self.saves = saves  # saves(params) -> names of params the node saves (and frees)
         self.vjps = None   # one rule per input (a single rule if variadic); None: no grad
         self.needs = ()    # per rule, the names it asks for
 
@@ -120,13 +124,13 @@ class Primitive:
 
 
 def defop(name, *, inputs, impl, params=(), kind="other", abstract=None, node=None,
-          lowering=None, view=False, floating=False, check=None) -> Primitive:
+          lowering=None, view=False, floating=False, check=None, saves=None) -> Primitive:
     if name in REGISTRY:
         raise ValueError(f"primitive {name!r} registered twice")
     if kind == "other" and abstract is None:
         raise TypeError(f"primitive {name!r} of kind 'other' needs an abstract (shape) rule")
     node = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
     prim = Primitive(name, inputs, params, impl, kind, abstract, node, lowering, view, floating,
-                     check)
+                     check, saves)
     REGISTRY[name] = prim
     return prim
