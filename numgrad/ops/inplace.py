@@ -116,7 +116,14 @@ def _inplace_on_view(view, fn, args, kwargs):
 def _functional_inplace(self, fn, args, kwargs):
     # Traced (or device) payloads are functionalised: the tensor is rebound to the new
     # value instead of written to; the compiler writes inputs back after the call.
-    out = fn(self, *args, **kwargs)
+    # The op sees an alias with its own version counter (the payload itself is never
+    # written), so a backward that saved the old value (`z **= w`) is not refused.
+    src = self
+    if self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args):
+        src = Tensor._make(self._data, self.grad_fn, None, self._output_nr)
+        src._requires_grad = self._requires_grad
+        src._accumulator = self._accumulator
+    out = fn(src, *args, **kwargs)
     if out.shape != self.shape:
         raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
                            f"shape {list(out.shape)}")
