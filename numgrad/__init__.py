@@ -12,13 +12,17 @@ from numgrad.grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_e
 from numgrad.tensor import Tensor, device
 from numgrad.creation import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, rand,
                               randn, randint, arange, linspace, zeros_like, ones_like, empty_like,
-                              full_like, rand_like, randn_like, manual_seed)
+                              full_like, rand_like, randn_like, manual_seed, eye)
+from numgrad.printing import set_printoptions
 from numgrad.ops import (neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, clone,
                          add, sub, mul, div, pow, maximum, minimum, where, clamp, clip, eq, ne,
                          lt, le, gt, ge, logical_and, logical_or, logical_not, sum, mean, amax,
                          amin, max, min, argmax, argmin, reshape, flatten, squeeze, unsqueeze,
                          permute, transpose, t, expand, broadcast_to, cat, stack, matmul,
-                         divide, multiply, subtract, concatenate, concat)
+                         divide, multiply, subtract, concatenate, concat,
+                         erf, log1p, expm1, remainder, fmod, var, std, norm, prod, cumsum,
+                         flip, roll, index_select, gather, scatter_add, masked_fill, narrow,
+                         split, chunk, unbind, tile, tril, triu, isclose, allclose)
 from numgrad import autograd, nn, viz
 from numgrad.nn.functional import softmax, log_softmax, logsumexp
 from numgrad.errors import TracingError

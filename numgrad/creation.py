@@ -174,6 +174,19 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     return _finish(np.linspace(start, end, int(steps)).astype(d.np), requires_grad, device)
 
 
+def eye(n: int, m: int | None = None, dtype=None, device=None,
+        requires_grad: bool = False) -> Tensor:
+    """An ``n x m`` (default square) matrix with ones on the diagonal (``torch.eye``).
+
+    Raises RuntimeError for a negative size.
+    """
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {min(n, m)}")
+    d = _float_dtype(dtype)
+    return _finish(np.eye(int(n), int(m), dtype=d.np), requires_grad, device)
+
+
 def _like(x, dtype):
     return _dt.as_dtype(dtype) if dtype is not None else x.dtype
 

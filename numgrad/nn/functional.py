@@ -132,3 +132,110 @@ def linear(input, weight, bias=None):
     """``input @ weight.T + bias``."""
     out = ops.matmul(input, ops.t(weight) if weight.ndim == 2 else weight)
     return out if bias is None else out + bias
+
+
+# ------------------------------------------------- issue 11: activations and losses
+from numgrad.ops.composites import softplus, gelu, leaky_relu, elu  # noqa: E402,F401
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * sigmoid(x)`` (``torch.nn.functional.silu``)."""
+    from numgrad.ops.composites import silu as _silu
+    if inplace:
+        from numgrad.ops.inplace import apply_inplace
+        return apply_inplace(input, _silu)
+    return _silu(input)
+
+
+def _same_shape(input, target, name):
+    if not isinstance(input, Tensor) or not isinstance(target, Tensor):
+        raise TypeError(f"{name}(): input and target must be Tensors")
+    if input.shape != target.shape:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the same "
+                         "size.")
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """``-(t log x + (1 - t) log(1 - x))`` for probabilities ``x``, each log clamped at
+    -100 as PyTorch does (``torch.nn.functional.binary_cross_entropy``).
+
+    Raises ValueError when ``target``'s shape differs from ``input``'s, or for an
+    unknown ``reduction``.
+    """
+    _same_shape(input, target, "binary_cross_entropy")
+    log_x = ops.clamp(ops.log(input), min=-100.0)
+    log_1mx = ops.clamp(ops.log(1 - input), min=-100.0)
+    loss = -(target * log_x + (1 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """``binary_cross_entropy(sigmoid(x), t)`` computed stably from logits, with an
+    optional weight for positive examples
+    (``torch.nn.functional.binary_cross_entropy_with_logits``).
+
+    Raises ValueError when ``target``'s shape differs from ``input``'s.
+    """
+    _same_shape(input, target, "binary_cross_entropy_with_logits")
+    # log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)) without overflow.
+    log_sig_neg = ops.log1p(ops.exp(-ops.abs(input))) + ops.relu(-input)
+    if pos_weight is None:
+        loss = (1 - target) * input + log_sig_neg
+    else:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_sig_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean (or sum, or none) of ``|input - target|`` (``torch.nn.functional.l1_loss``)."""
+    return _reduce(ops.abs(input - target), reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    """Huber-like loss: ``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``
+    (``torch.nn.functional.smooth_l1_loss``). Raises RuntimeError for a negative beta."""
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = input - target
+    a = ops.abs(d)
+    if beta == 0:
+        return _reduce(a, reduction)
+    return _reduce(ops.where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta), reduction)
+
+
+_dropout_calls = __import__("itertools").count()
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``
+    while ``training`` (``torch.nn.functional.dropout``).
+
+    The mask is drawn from numgrad's generator (``ng.manual_seed`` makes it repeatable);
+    under ``@ng.jit`` a fresh mask is drawn on every call. Raises ValueError unless
+    ``0 <= p <= 1``.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out_fn = lambda x: x * 0.0  # noqa: E731
+    else:
+        from numgrad.ops.cumulative import keep_mask_p
+        keep = keep_mask_p(input.detach(), p=float(p), seq=next(_dropout_calls))
+        scale = 1.0 / (1.0 - p)
+        out_fn = lambda x: x * keep.to(x.dtype) * scale  # noqa: E731
+    if inplace:
+        from numgrad.ops.inplace import apply_inplace
+        return apply_inplace(input, out_fn)
+    return out_fn(input)

@@ -12,7 +12,7 @@ import numpy as np
 from numgrad import dtypes as _dt
 from numgrad.grad_mode import no_grad
 from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
-from numgrad.ops import linalg, inplace
+from numgrad.ops import linalg, inplace, special as SP, composites as C
 from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device
@@ -242,6 +242,35 @@ _METHODS = {
 # `t += o` is in place, as in PyTorch (same version bump, same leaf error).
 _METHODS.update({"__iadd__": _inplace_binary(E.add), "__isub__": _inplace_binary(E.sub),
                  "__imul__": _METHODS["mul_"], "__itruediv__": _METHODS["div_"]})
+
+
+def _inplace(fn, name):
+    def method(self, *args, **kwargs):
+        return apply_inplace(self, fn, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{name[:-1]}``: writes the result into this tensor."
+    return method
+
+
+_UNARY_INPLACE = {"exp": E.exp, "log": E.log, "sqrt": E.sqrt, "sin": E.sin, "cos": E.cos,
+                  "tanh": E.tanh, "sigmoid": E.sigmoid, "abs": E.abs_, "neg": E.neg,
+                  "sign": E.sign, "log1p": SP.log1p, "expm1": SP.expm1, "erf": SP.erf}
+_METHODS.update({name + "_": _inplace(fn, name + "_") for name, fn in _UNARY_INPLACE.items()})
+_METHODS.update({
+    "__mod__": _binary(SP.remainder), "__rmod__": _binary(SP.remainder, True),
+    "__imod__": _inplace_binary(SP.remainder),
+    "remainder": _binary(SP.remainder), "fmod": _binary(SP.fmod),
+    "remainder_": _inplace(SP.remainder, "remainder_"), "fmod_": _inplace(SP.fmod, "fmod_"),
+    "log1p": lambda s: SP.log1p(s), "expm1": lambda s: SP.expm1(s), "erf": lambda s: SP.erf(s),
+    "var": C.var, "std": C.std, "norm": C.norm, "prod": C.prod, "cumsum": C.cumsum,
+    "flip": C.flip, "roll": C.roll, "index_select": C.index_select, "gather": C.gather,
+    "scatter_add": C.scatter_add, "scatter_add_": _inplace(C.scatter_add, "scatter_add_"),
+    "masked_fill": C.masked_fill, "masked_fill_": _inplace(C.masked_fill, "masked_fill_"),
+    "narrow": C.narrow, "split": C.split, "chunk": C.chunk, "unbind": C.unbind,
+    "repeat": C.repeat, "tile": C.tile, "tril": C.tril, "triu": C.triu,
+    "tril_": _inplace(C.tril, "tril_"), "triu_": _inplace(C.triu, "triu_"),
+    "isclose": C.isclose, "allclose": C.allclose,
+})
 
 
 def install():

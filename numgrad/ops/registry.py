@@ -32,6 +32,8 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
 - ``saves(params) -> names``: params that PyTorch's node keeps as saved tensors (the
   index arrays of an advanced index): a backward without ``retain_graph`` frees them,
   so a second backward raises PyTorch's "backward through the graph a second time".
+- ``random``: the impl draws from numgrad's generator on every call, so the compiler
+  never folds it at compile time or merges two calls into one.
 - ``check(operands)``: for operands PyTorch refuses that NumPy would take (bools in
   ``sub``, ``neg``, ``abs``, ``relu``), returns PyTorch's exception, raised before any
   promotion (so eager mode and the tracer refuse alike); None when the operands are fine.
@@ -64,10 +66,11 @@ REGISTRY: dict[str, "Primitive"] = {}
 
 class Primitive:
     __slots__ = ("name", "inputs", "params", "impl", "kind", "abstract", "node", "lowering",
-                 "view", "vjps", "needs", "variadic", "floating", "check", "saves")
+                 "view", "vjps", "needs", "variadic", "floating", "check", "saves",
+                 "random")
 
     def __init__(self, name, inputs, params, impl, kind, abstract, node, lowering, view,
-                 floating=False, check=None, saves=None):
+                 floating=False, check=None, saves=None, random=False):
         self.name = name
         self.inputs = tuple(inputs)
         self.variadic = len(self.inputs) == 1 and self.inputs[0].startswith("*")
@@ -81,6 +84,7 @@ class Primitive:
         self.floating = floating  # int/bool operands computed in the default float dtype
         self.check = check  # check(operands) -> the exception to raise, or None
         self.saves = saves  # saves(params) -> names of params the node saves (and frees)
+        self.random = random  # draws random numbers per call: never folded or merged
         self.vjps = None   # one rule per input (a single rule if variadic); None: no grad
         self.needs = ()    # per rule, the names it asks for
 
@@ -124,13 +128,14 @@ class Primitive:
 
 
 def defop(name, *, inputs, impl, params=(), kind="other", abstract=None, node=None,
-          lowering=None, view=False, floating=False, check=None, saves=None) -> Primitive:
+          lowering=None, view=False, floating=False, check=None, saves=None,
+          random=False) -> Primitive:
     if name in REGISTRY:
         raise ValueError(f"primitive {name!r} registered twice")
     if kind == "other" and abstract is None:
         raise TypeError(f"primitive {name!r} of kind 'other' needs an abstract (shape) rule")
     node = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
     prim = Primitive(name, inputs, params, impl, kind, abstract, node, lowering, view, floating,
-                     check, saves)
+                     check, saves, random)
     REGISTRY[name] = prim
     return prim

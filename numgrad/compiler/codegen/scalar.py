@@ -100,3 +100,37 @@ def ipower(a, b):
 
 HELPERS = ["exp", "log", "tanh", "sigmoid", "sin", "cos", "sqrt", "relu", "sign", "clamp",
            "clamp_min", "clamp_max", "maximum", "minimum", "power", "ipower"]
+
+
+# Issue 11's ops (numgrad/ops/special.py). Numba lowers math.erf/log1p/expm1 to libm.
+@njit(inline="always")
+def erf(x):
+    return math.erf(x)
+
+
+@njit(inline="always")
+def log1p(x):
+    return math.log1p(x)
+
+
+@njit(inline="always")
+def expm1(x):
+    return math.expm1(x)
+
+
+@njit(inline="always")
+def remainder(a, b):
+    # Python's % (and torch.remainder): the result takes the divisor's sign.
+    return a % b
+
+
+@njit(inline="always")
+def fmod(a, b):
+    # C's fmod (and torch.fmod): the result takes the dividend's sign.
+    r = a % b
+    if r != 0 and (r < 0) != (a < 0):
+        r = r - b
+    return r
+
+
+HELPERS += ["erf", "log1p", "expm1", "remainder", "fmod"]

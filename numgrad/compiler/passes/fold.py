@@ -10,7 +10,8 @@ def fold(graph):
     consts = dict(graph.consts)
     eqns = []
     for e in graph.eqns:
-        if (not isinstance(e.prim, str) and e.inputs and all(v in consts for v in e.inputs)
+        if (not isinstance(e.prim, str) and not e.prim.random and e.inputs
+                and all(v in consts for v in e.inputs)
                 and e.out.size <= _MAX_FOLD):
             consts[e.out] = np.asarray(e.prim.impl(*[consts[v] for v in e.inputs], **e.params))
             continue

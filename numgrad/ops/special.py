@@ -1,0 +1,52 @@
+"""ops.special: erf, log1p, expm1, remainder and fmod as elementwise primitives.
+
+Room: ops. These need their own scalar lowering (``log(1 + x)`` loses every digit of a
+small ``x``; ``erf`` has no spelling in other primitives), so each is a registry row
+that fuses under ``@ng.jit`` like ``exp``. Everything else issue 11 asked for is a
+composite over primitives (``ops.composites``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from numgrad.ops.registry import defop
+from numgrad.ops import elementwise as E
+
+_erf_vec = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _np_erf(x):
+    return _erf_vec(x).astype(x.dtype, copy=False) if x.size else x.copy()
+
+
+def _np_fmod(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.fmod(x, y)
+
+
+def _np_remainder(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.remainder(x, y)
+
+
+_EW = "elementwise"
+erf = defop("erf", inputs=("x",), impl=_np_erf, kind=_EW, lowering="erf({0})", floating=True)
+log1p = defop("log1p", inputs=("x",), impl=np.log1p, kind=_EW, lowering="log1p({0})",
+              floating=True)
+expm1 = defop("expm1", inputs=("x",), impl=np.expm1, kind=_EW, lowering="expm1({0})",
+              floating=True)
+remainder = defop("remainder", inputs=("x", "y"), impl=_np_remainder, kind=_EW,
+                  lowering="remainder({0}, {1})", node="RemainderBackward0")
+fmod = defop("fmod", inputs=("x", "y"), impl=_np_fmod, kind=_EW, lowering="fmod({0}, {1})",
+             node="FmodBackward0")
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+erf.defvjp(lambda g, x: g * (E.exp(-(x * x)) * _TWO_OVER_SQRT_PI))
+log1p.defvjp(lambda g, x: g / (x + 1))
+expm1.defvjp(lambda g, out: g * (out + 1))
+# x - out is y * floor(x / y) (remainder) or y * trunc(x / y) (fmod): a step function of
+# x, so its gradient w.r.t. x is zero almost everywhere and the y-gradient is -that / y.
+remainder.defvjp(lambda g: g, lambda g, x, y, out: g * -((x - out) / y).detach())
+fmod.defvjp(lambda g: g, lambda g, x, y, out: g * -((x - out) / y).detach())
