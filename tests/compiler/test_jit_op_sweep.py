@@ -142,7 +142,27 @@ def _cross_entropy(x, w):
     return ce + mse + nll
 
 
+def _issue11_elementwise(x, w):
+    # issue 11's elementwise primitives and composites: all in one fused kernel
+    m = _lib(x)
+    F = m.nn.functional
+    return ((x % 0.7) * w + m.fmod(x, w) + m.erf(x * w) + (w * w).log1p() + m.expm1(x * 0.3)
+            + F.gelu(x) + F.silu(w) + F.softplus(x * 2) + F.leaky_relu(x, 0.1) + F.elu(w)
+            + F.gelu(w, approximate="tanh"))
+
+
+def _issue11_numpy_steps(x, w):
+    # cumsum/prod run as NumPy steps between kernels; the rest fuses around them
+    m = _lib(x)
+    F = m.nn.functional
+    return (x.cumsum(1) * w + x.prod(1, keepdim=True) + x.std(1, keepdim=True) + x.norm(dim=0)
+            + F.binary_cross_entropy_with_logits(x, w.sigmoid(), reduction="none")
+            + x.flip(1) * w.roll(1, 0) + x.tril(1))
+
+
 CPU_CASES = {
+    "issue11_elementwise": _issue11_elementwise,
+    "issue11_numpy_steps": _issue11_numpy_steps,
     "elementwise": _fused_elementwise,
     "reductions": _reductions,
     "layout": _layout,
