@@ -387,3 +387,104 @@ def test_alpha_keyword(mode, case):
     ty.sum().backward()
     for x, t in zip(xs, ts):
         assert_close(x.grad, t.grad)
+
+
+# ------------------------------------------------------ issue 11's ops beyond the op table
+def test_eye_matches_torch():
+    for args, kw in [((3,), {}), ((2, 4), {}), ((3,), {"dtype": ng.float64}), ((0,), {})]:
+        tkw = {"dtype": torch.float64} if kw else {}
+        assert_close(ng.eye(*args, **kw), torch.eye(*args, **tkw))
+    assert ng.eye(2, requires_grad=True).requires_grad
+
+
+def test_allclose_and_isclose_special_values():
+    a = [1.0, float("inf"), float("nan"), -float("inf"), 1e-9]
+    b = [1.0 + 1e-7, float("inf"), float("nan"), float("inf"), 0.0]
+    for eq_nan in (False, True):
+        assert_close(ng.isclose(ng.tensor(a), ng.tensor(b), equal_nan=eq_nan),
+                     torch.isclose(torch.tensor(a), torch.tensor(b), equal_nan=eq_nan))
+    x = ng.tensor([1.0, 2.0])
+    assert ng.allclose(x, x + 1e-7) is True and x.allclose(x + 1e-3) is False
+    assert ng.allclose(x, ng.tensor([1.0, 2.01]), atol=0.1)
+
+
+def test_reflected_remainder_and_integer_remainder_forward():
+    for data in ([2.0, -3.0, 0.5], [3, -4, 7]):
+        for lib_fn in (lambda m, x: 7 % x, lambda m, x: x % -3, lambda m, x: m.fmod(x, -3)):
+            assert_close(lib_fn(ng, ng.tensor(data)), lib_fn(torch, torch.tensor(data)))
+
+
+def test_cumsum_and_prod_of_bool_are_int64():
+    b = [True, False, True]
+    assert_close(ng.tensor(b).cumsum(0), torch.tensor(b).cumsum(0))
+    assert_close(ng.tensor(b).prod(), torch.tensor(b).prod())
+
+
+def test_set_printoptions_matches_torch():
+    data = [1.123456, 2.5, 1e-3]
+    try:
+        for kw in [dict(precision=2), dict(sci_mode=False), dict(threshold=5, edgeitems=1),
+                   dict(profile="short")]:
+            ng.set_printoptions(**kw)
+            torch.set_printoptions(**kw)
+            for d in (data, list(range(10))):
+                dt = {"dtype": ng.float32}
+                assert repr(ng.tensor(d, **dt)) == repr(torch.tensor(d, dtype=torch.float32))
+    finally:
+        ng.set_printoptions(profile="default")
+        torch.set_printoptions(profile="default")
+    assert repr(ng.tensor([1.5, 2.0])) == "tensor([1.5000, 2.0000])"
+
+
+_DROP = ng.jit(lambda x: ng.nn.functional.dropout(x, 0.25) * 3, backend="numpy")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_dropout_is_seeded_scaled_and_fresh_each_call(mode):
+    F = ng.nn.functional
+    f = _DROP if mode == "jit" else (lambda x: F.dropout(x, 0.25) * 3)
+    x = ng.ones(4000, dtype=ng.float64, requires_grad=True)
+    ng.manual_seed(7)
+    a = f(x)
+    ng.manual_seed(7)
+    b = f(x)
+    c = f(x)
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())  # seeded
+    assert not np.array_equal(b.detach().numpy(), c.detach().numpy())      # fresh mask
+    kept = a.detach().numpy() != 0
+    assert 0.70 < kept.mean() < 0.80
+    np.testing.assert_allclose(a.detach().numpy()[kept], 3 / 0.75)
+    a.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, 3 / 0.75, 0.0))
+    # eager and compiled draw the same mask from the same seed
+    ng.manual_seed(11)
+    e = F.dropout(x, 0.25) * 3
+    ng.manual_seed(11)
+    np.testing.assert_array_equal(_DROP(x).detach().numpy(), e.detach().numpy())
+
+
+def test_dropout_flags():
+    F = ng.nn.functional
+    x = ng.randn(3, 4)
+    assert F.dropout(x, 0.5, training=False) is x
+    assert_close(F.dropout(x, 1.0), torch.zeros(3, 4))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        F.dropout(x, 1.5)
+    y = x.clone()
+    assert F.dropout(y, 0.5, inplace=True) is y
+
+
+def test_gather_with_a_traced_index_is_refused_clearly_or_correct():
+    data = np.arange(12.0).reshape(3, 4)
+    idx = [[0, 3], [1, 1], [2, 0]]
+    f = ng.jit(lambda x, i: x.gather(1, i), backend="numpy")
+    want = torch.tensor(data).gather(1, torch.tensor(idx))
+    try:
+        got = f(ng.tensor(data), ng.tensor(idx))
+    except ng.TracingError as e:
+        assert "traced tensor" in str(e)  # until integer-tensor gathers are lowered
+    else:
+        assert_close(got, want)
+    # a constant index (built inside the function) is always fine
+    g = ng.jit(lambda x: x.gather(1, ng.tensor(idx)) * 2, backend="numpy")
+    assert_close(g(ng.tensor(data)), want * 2)

@@ -390,10 +390,17 @@ def isclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08,
     _tensor_arg(input, "isclose")
     a = input.detach()
     b = other.detach() if isinstance(other, Tensor) else other
+    with np.errstate(invalid="ignore"):
+        return _isclose(a, b, rtol, atol, equal_nan)
+
+
+def _isclose(a, b, rtol, atol, equal_nan):
     if not a.dtype.is_floating_point and not (isinstance(b, Tensor)
                                               and b.dtype.is_floating_point):
         return E.eq(a, b)
-    close = E.logical_or(E.eq(a, b), E.le(E.abs_(a - b), E.abs_(b * 1.0) * rtol + atol))
+    diff = E.abs_(a - b)
+    within = E.logical_and(E.le(diff, E.abs_(b * 1.0) * rtol + atol), E.ne(diff, math.inf))
+    close = E.logical_or(E.eq(a, b), within)  # infinities are close only to themselves
     if equal_nan:
         close = E.logical_or(close, E.logical_and(E.ne(a, a), E.ne(b, b)))
     return close
