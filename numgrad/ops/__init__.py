@@ -6,10 +6,12 @@ vjp rules, lowering); the functions below are the public spellings.
 """
 from numgrad.ops.registry import REGISTRY, Primitive, defop
 from numgrad.ops.dispatch import apply, evaluate, sum_to, broadcast_shapes
-from numgrad.ops.elementwise import (
-    neg, abs_ as abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, clone,
-    mul, div, maximum, minimum, where, eq, ne, lt, le, gt, ge,
-    logical_and, logical_or, logical_not,
+from numgrad.ops.elementwise import where
+# The public spellings are documented functions over the primitives (ops.api).
+from numgrad.ops.api import (
+    neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, clone,
+    mul, div, maximum, minimum, eq, ne, lt, le, gt, ge,
+    logical_and, logical_or, logical_not, erf, log1p, expm1, remainder, fmod,
 )
 from numgrad.ops.reduction import sum, mean, amax, amin, max, min, argmax, argmin
 from numgrad.ops.layout import (
@@ -20,7 +22,6 @@ from numgrad.ops.indexing import getitem, index_put
 from numgrad.ops.linalg import matmul
 from numgrad.ops.methods import pow, clamp, to, add, sub
 from numgrad.ops import inplace  # noqa: F401  (registers fill/copy)
-from numgrad.ops.special import erf, log1p, expm1, remainder, fmod
 from numgrad.ops.composites import (
     softplus, gelu, leaky_relu, elu, silu, var, std, norm, prod, cumsum, flip, roll,
     index_select, gather, scatter_add, masked_fill, narrow, split, chunk, unbind, repeat, tile,

@@ -12,7 +12,7 @@ import numpy as np
 from numgrad import dtypes as _dt
 from numgrad.grad_mode import no_grad
 from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
-from numgrad.ops import linalg, inplace, special as SP, composites as C
+from numgrad.ops import linalg, inplace, special as SP, composites as C, api
 from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device
@@ -33,7 +33,16 @@ def _binary(prim, reflected=False):
             other = operand(other)
             return NotImplemented if other is None else prim(self, other)
     method.__name__ = prim.name
+    op = _OPERATOR.get(prim.name, prim.name)
+    method.__doc__ = (f"``{'other ' + op + ' self' if reflected else 'self ' + op + ' other'}``"
+                      f" (``torch.Tensor.{prim.name}``); NumPy arrays are constants, other "
+                      "types give NotImplemented.")
     return method
+
+
+_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
+             "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&", "logical_or": "|",
+             "remainder": "%", "fmod": "fmod"}
 
 
 def pow(x, exponent):
@@ -184,6 +193,112 @@ def _inplace_binary(prim):
     return method
 
 
+def _inplace(fn, name):
+    def method(self, *args, **kwargs):
+        return apply_inplace(self, fn, *args, **kwargs)
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__doc__ = (f"In-place ``{name[:-1]}`` (``torch.Tensor.{name}``): writes the result "
+                      "into this tensor and bumps its version. Raises RuntimeError on a leaf that "
+                      "requires grad (under grad mode), or when the result cannot be cast back "
+                      "to this tensor's dtype.")
+    return method
+
+
+def _neg(self):
+    """``-x`` (``torch.Tensor.__neg__``). Raises RuntimeError for bool."""
+    return E.neg(self)
+
+
+def _pos(self):
+    """``+x``: the tensor itself."""
+    return self
+
+
+def _abs(self):
+    """``abs(x)`` (``torch.Tensor.__abs__``)."""
+    return E.abs_(self)
+
+
+def _invert(self):
+    """``~x``: logical NOT of a bool tensor (PyTorch: also bitwise NOT of integers)."""
+    return E.logical_not(self)
+
+
+def _getitem(self, index):
+    """``x[index]``: basic indexing gives a view, advanced (int or bool tensors, lists)
+    a gather (``torch.Tensor.__getitem__``). Raises IndexError for an out-of-range index."""
+    return I.getitem(self, index)
+
+
+def _mT(self):
+    """The last two dims swapped (``torch.Tensor.mT``)."""
+    return L.transpose(self, -1, -2)
+
+
+def _T(self):
+    """All dims reversed (``torch.Tensor.T``)."""
+    return L.T(self)
+
+
+def _float(self):
+    """A float32 copy (``torch.Tensor.float``); stays in the graph."""
+    return to(self, _dt.float32)
+
+
+def _double(self):
+    """A float64 copy (``torch.Tensor.double``); stays in the graph."""
+    return to(self, _dt.float64)
+
+
+def _long(self):
+    """An int64 copy (``torch.Tensor.long``); integers carry no gradient."""
+    return to(self, _dt.int64)
+
+
+def _bool(self):
+    """A bool copy (``torch.Tensor.bool``); bools carry no gradient."""
+    return to(self, _dt.bool_)
+
+
+def _type_as(self, other):
+    """This tensor in ``other``'s dtype (``torch.Tensor.type_as``)."""
+    return to(self, other.dtype)
+
+
+def _cpu(self):
+    """This tensor on the CPU (``torch.Tensor.cpu``); itself if it is there already."""
+    return to(self, "cpu")
+
+
+def _cuda(self, device=None):
+    """This tensor on a CUDA device (``torch.Tensor.cuda``). Raises RuntimeError when no
+    CUDA device is available."""
+    return to(self, device or "cuda")
+
+
+def _add_(self, other, alpha=1):
+    """In-place ``self += alpha * other`` (``torch.Tensor.add_``)."""
+    return apply_inplace(self, add, other, alpha=alpha)
+
+
+def _sub_(self, other, alpha=1):
+    """In-place ``self -= alpha * other`` (``torch.Tensor.sub_``)."""
+    return apply_inplace(self, sub, other, alpha=alpha)
+
+
+def _pow_(self, exponent):
+    """In-place ``self **= exponent`` (``torch.Tensor.pow_``)."""
+    if isinstance(exponent, np.ndarray):
+        exponent = as_constant(exponent)
+    return apply_inplace(self, pow, exponent)
+
+
+def _clamp_(self, min=None, max=None):
+    """In-place ``clamp`` (``torch.Tensor.clamp_``)."""
+    return apply_inplace(self, clamp, min, max)
+
+
 _METHODS = {
     # operators
     "__add__": _binary(E.add), "__radd__": _binary(E.add, True),
@@ -192,26 +307,19 @@ _METHODS = {
     "__truediv__": _binary(E.div), "__rtruediv__": _binary(E.div, True),
     "__pow__": _pow_method, "__rpow__": _rpow,
     "__matmul__": _matmul, "__rmatmul__": _rmatmul, "__array_ufunc__": array_ufunc,
-    "__neg__": lambda s: E.neg(s), "__pos__": lambda s: s, "__abs__": lambda s: E.abs_(s),
+    "__neg__": _neg, "__pos__": _pos, "__abs__": _abs,
     "__eq__": _binary(E.eq), "__ne__": _binary(E.ne), "__lt__": _binary(E.lt),
     "__le__": _binary(E.le), "__gt__": _binary(E.gt), "__ge__": _binary(E.ge),
     "__and__": _binary(E.logical_and), "__or__": _binary(E.logical_or),
-    "__invert__": lambda s: E.logical_not(s),
-    "__getitem__": lambda s, i: I.getitem(s, i), "__setitem__": _setitem,
-    # arithmetic
-    "add": add, "sub": sub,
-    "mul": lambda s, o: E.mul(s, o), "div": lambda s, o: E.div(s, o),
-    "pow": lambda s, o: pow(s, o), "matmul": lambda s, o: linalg.matmul(s, o),
-    "neg": lambda s: E.neg(s), "abs": lambda s: E.abs_(s), "sign": lambda s: E.sign(s),
-    "exp": lambda s: E.exp(s), "log": lambda s: E.log(s), "sqrt": lambda s: E.sqrt(s),
-    "sin": lambda s: E.sin(s), "cos": lambda s: E.cos(s), "tanh": lambda s: E.tanh(s),
-    "sigmoid": lambda s: E.sigmoid(s), "relu": lambda s: E.relu(s),
-    "clamp": _clamp, "clip": _clamp,
-    "maximum": lambda s, o: E.maximum(s, o), "minimum": lambda s, o: E.minimum(s, o),
-    "eq": _binary(E.eq), "ne": _binary(E.ne), "lt": _binary(E.lt), "le": _binary(E.le),
-    "gt": _binary(E.gt), "ge": _binary(E.ge),
-    "clone": lambda s: E.clone(s),
-    "softmax": _softmax, "log_softmax": _log_softmax,
+    "__invert__": _invert, "__getitem__": _getitem, "__setitem__": _setitem,
+    "__mod__": _binary(SP.remainder), "__rmod__": _binary(SP.remainder, True),
+    # arithmetic and elementwise functions: the public function, tensor first
+    "add": add, "sub": sub, "pow": pow, "matmul": linalg.matmul,
+    "clamp": _clamp, "clip": _clamp, "softmax": _softmax, "log_softmax": _log_softmax,
+    **{n: getattr(api, n) for n in (
+        "mul", "div", "neg", "abs", "sign", "exp", "log", "sqrt", "sin", "cos", "tanh",
+        "sigmoid", "relu", "maximum", "minimum", "clone", "log1p", "expm1", "erf", "remainder",
+        "fmod", "eq", "ne", "lt", "le", "gt", "ge")},
     # reductions
     "sum": R.sum, "mean": R.mean, "amax": R.amax, "amin": R.amin, "max": R.max, "min": R.min,
     "argmax": R.argmax, "argmin": R.argmin,
@@ -219,49 +327,30 @@ _METHODS = {
     "reshape": L.reshape, "view": L.view, "flatten": L.flatten, "squeeze": L.squeeze,
     "unsqueeze": L.unsqueeze, "expand": L.expand, "expand_as": _expand_as,
     "broadcast_to": L.broadcast_to, "transpose": L.transpose, "permute": L.permute, "t": L.t,
-    "T": property(L.T), "mT": property(lambda s: L.transpose(s, -1, -2)),
+    "T": property(_T), "mT": property(_mT),
     # conversion
-    "to": to, "float": lambda s: to(s, _dt.float32), "double": lambda s: to(s, _dt.float64),
-    "long": lambda s: to(s, _dt.int64), "bool": lambda s: to(s, _dt.bool_),
-    "type_as": lambda s, o: to(s, o.dtype),
+    "to": to, "float": _float, "double": _double, "long": _long, "bool": _bool,
+    "type_as": _type_as, "cpu": _cpu, "cuda": _cuda,
     **{m: _missing_dtype(m, d, i) for m, d, i in (
         ("int", "int32", "long"), ("short", "int16", "long"), ("char", "int8", "long"),
         ("byte", "uint8", "long"), ("half", "float16", "float"),
         ("bfloat16", "bfloat16", "float"))},
-    "cpu": lambda s: to(s, "cpu"), "cuda": lambda s, device=None: to(s, device or "cuda"),
     # in-place
-    "add_": lambda s, o, alpha=1: apply_inplace(s, add, o, alpha=alpha),
-    "sub_": lambda s, o, alpha=1: apply_inplace(s, sub, o, alpha=alpha),
+    "add_": _add_, "sub_": _sub_, "pow_": _pow_, "__ipow__": _pow_, "clamp_": _clamp_,
     "mul_": _inplace_binary(E.mul), "div_": _inplace_binary(E.div),
-    "pow_": lambda s, o: apply_inplace(s, pow, o),
-    "__ipow__": lambda s, o: apply_inplace(s, pow, as_constant(o) if isinstance(o, np.ndarray) else o),
-    "clamp_": lambda s, min=None, max=None: apply_inplace(s, clamp, min, max),
-    "relu_": lambda s: apply_inplace(s, E.relu),
     "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
+    # `t += o` is in place, as in PyTorch (same version bump, same leaf error).
+    "__iadd__": _inplace_binary(E.add), "__isub__": _inplace_binary(E.sub),
+    "__imod__": _inplace_binary(SP.remainder),
 }
-# `t += o` is in place, as in PyTorch (same version bump, same leaf error).
-_METHODS.update({"__iadd__": _inplace_binary(E.add), "__isub__": _inplace_binary(E.sub),
-                 "__imul__": _METHODS["mul_"], "__itruediv__": _METHODS["div_"]})
-
-
-def _inplace(fn, name):
-    def method(self, *args, **kwargs):
-        return apply_inplace(self, fn, *args, **kwargs)
-    method.__name__ = name
-    method.__doc__ = f"In-place ``{name[:-1]}``: writes the result into this tensor."
-    return method
-
-
+_METHODS.update({"__imul__": _METHODS["mul_"], "__itruediv__": _METHODS["div_"]})
 _UNARY_INPLACE = {"exp": E.exp, "log": E.log, "sqrt": E.sqrt, "sin": E.sin, "cos": E.cos,
                   "tanh": E.tanh, "sigmoid": E.sigmoid, "abs": E.abs_, "neg": E.neg,
-                  "sign": E.sign, "log1p": SP.log1p, "expm1": SP.expm1, "erf": SP.erf}
+                  "sign": E.sign, "relu": E.relu, "log1p": SP.log1p, "expm1": SP.expm1,
+                  "erf": SP.erf}
 _METHODS.update({name + "_": _inplace(fn, name + "_") for name, fn in _UNARY_INPLACE.items()})
 _METHODS.update({
-    "__mod__": _binary(SP.remainder), "__rmod__": _binary(SP.remainder, True),
-    "__imod__": _inplace_binary(SP.remainder),
-    "remainder": _binary(SP.remainder), "fmod": _binary(SP.fmod),
     "remainder_": _inplace(SP.remainder, "remainder_"), "fmod_": _inplace(SP.fmod, "fmod_"),
-    "log1p": lambda s: SP.log1p(s), "expm1": lambda s: SP.expm1(s), "erf": lambda s: SP.erf(s),
     "var": C.var, "std": C.std, "norm": C.norm, "prod": C.prod, "cumsum": C.cumsum,
     "flip": C.flip, "roll": C.roll, "index_select": C.index_select, "gather": C.gather,
     "scatter_add": C.scatter_add, "scatter_add_": _inplace(C.scatter_add, "scatter_add_"),
@@ -274,6 +363,7 @@ _METHODS.update({
 
 
 def install():
+    """Bind every method and operator onto ``Tensor`` (once, at import)."""
     for name, fn in _METHODS.items():
         setattr(Tensor, name, fn)
 
