@@ -12,8 +12,9 @@ from numgrad.tensor import Tensor, device as _device
 _rng = np.random.default_rng()
 
 
-def manual_seed(seed: int):
-    """Seed numgrad's random generator (rand, randn)."""
+def manual_seed(seed: int) -> np.random.Generator:
+    """Seed numgrad's random generator: rand, randn, randint and dropout
+    (``torch.manual_seed``)."""
     global _rng
     _rng = np.random.default_rng(int(seed))
     return _rng
@@ -86,8 +87,10 @@ def _finish(arr, requires_grad, device):
     return t
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False):
-    """A new tensor holding a copy of ``data``.
+def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (``torch.tensor``); Python floats give float32.
+
+    Raises TypeError for data numgrad cannot hold (strings, None).
 
     >>> ng.tensor([1., 2.], requires_grad=True)
     tensor([1., 2.], requires_grad=True)
@@ -95,7 +98,12 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     return _finish(_to_array(data, dtype), requires_grad, device)
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, without a copy when it already is one of the right dtype (or a
+    NumPy array of a numgrad dtype, whose memory it then shares) (``torch.as_tensor``).
+
+    Raises TypeError for data numgrad cannot hold (strings, None, complex).
+    """
     if isinstance(data, Tensor) and (dtype is None or data.dtype is _dt.as_dtype(dtype)):
         return data
     if isinstance(data, np.ndarray) and dtype is None:
@@ -124,41 +132,77 @@ def _float_dtype(dtype):
     return _dt.as_dtype(dtype) if dtype is not None else _dt.default_float
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros (``torch.zeros``, ``jax.numpy.zeros``).
+
+    Sizes are ints or one tuple; ``dtype`` defaults to float32. Raises ValueError for a
+    negative size.
+    """
     return _finish(np.zeros(_size(size), _float_dtype(dtype).np), requires_grad, device)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ones (``torch.ones``, ``jax.numpy.ones``).
+
+    Sizes are ints or one tuple; ``dtype`` defaults to float32. Raises ValueError for a
+    negative size.
+    """
     return _finish(np.ones(_size(size), _float_dtype(dtype).np), requires_grad, device)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor with unspecified contents (``torch.empty``).
+
+    Sizes are ints or one tuple; ``dtype`` defaults to float32. Raises ValueError for a
+    negative size.
+    """
     return _finish(np.empty(_size(size), _float_dtype(dtype).np), requires_grad, device)
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with ``fill_value`` (``torch.full``, ``jax.numpy.full``); the dtype
+    follows the value (int64 for ints, bool for bools) unless given.
+    """
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.of_scalar(fill_value)
     return _finish(np.full(_size((size,)), fill_value, d.np), requires_grad, device)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
+def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform samples in [0, 1) from numgrad's generator (``torch.rand``).
+
+    Sizes are ints or one tuple; ``dtype`` defaults to float32. Raises ValueError for a
+    negative size.
+    """
     d = _float_dtype(dtype)
     return _finish(_rng.random(_size(size)).astype(d.np), requires_grad, device)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
+def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal samples from numgrad's generator (``torch.randn``).
+
+    Sizes are ints or one tuple; ``dtype`` defaults to float32. Raises ValueError for a
+    negative size.
+    """
     d = _float_dtype(dtype)
     return _finish(_rng.standard_normal(_size(size)).astype(d.np), requires_grad, device)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None):
+def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
+    """Integers uniform in ``[low, high)`` (``torch.randint``); int64.
+
+    Raises ValueError when ``low >= high``.
+    """
     if high is None:
         low, high = 0, low
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     return _finish(_rng.integers(low, high, _size((size,))).astype(d.np), False, device)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``start, start + step, ...`` below ``end`` (``torch.arange``, ``jax.numpy.arange``);
+    int64 when every bound is an int, float32 otherwise. Raises ZeroDivisionError for
+    ``step == 0``.
+    """
     if end is None:
         start, end = 0, start
     if dtype is None:
@@ -169,7 +213,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return _finish(np.arange(start, end, step).astype(d.np), requires_grad, device)
 
 
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (``torch.linspace``)."""
     d = _float_dtype(dtype)
     return _finish(np.linspace(start, end, int(steps)).astype(d.np), requires_grad, device)
 
@@ -191,25 +236,31 @@ def _like(x, dtype):
     return _dt.as_dtype(dtype) if dtype is not None else x.dtype
 
 
-def zeros_like(x, dtype=None, device=None, requires_grad=False):
+def zeros_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Zeros with ``x``'s shape (and dtype unless given) (``torch.zeros_like``)."""
     return _finish(np.zeros(x.shape, _like(x, dtype).np), requires_grad, device)
 
 
-def ones_like(x, dtype=None, device=None, requires_grad=False):
+def ones_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Ones with ``x``'s shape (and dtype unless given) (``torch.ones_like``)."""
     return _finish(np.ones(x.shape, _like(x, dtype).np), requires_grad, device)
 
 
-def empty_like(x, dtype=None, device=None, requires_grad=False):
+def empty_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An uninitialised tensor shaped like ``x`` (``torch.empty_like``)."""
     return _finish(np.empty(x.shape, _like(x, dtype).np), requires_grad, device)
 
 
-def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``fill_value`` in ``x``'s shape (and dtype unless given) (``torch.full_like``)."""
     return _finish(np.full(x.shape, fill_value, _like(x, dtype).np), requires_grad, device)
 
 
-def rand_like(x, dtype=None, requires_grad=False):
+def rand_like(x, dtype=None, requires_grad=False) -> Tensor:
+    """Uniform [0, 1) samples shaped like ``x`` (``torch.rand_like``)."""
     return rand(x.shape, dtype=_like(x, dtype), requires_grad=requires_grad)
 
 
-def randn_like(x, dtype=None, requires_grad=False):
+def randn_like(x, dtype=None, requires_grad=False) -> Tensor:
+    """Standard normal samples shaped like ``x`` (``torch.randn_like``)."""
     return randn(x.shape, dtype=_like(x, dtype), requires_grad=requires_grad)

@@ -15,6 +15,7 @@ _state = threading.local()
 
 
 def is_grad_enabled() -> bool:
+    """Whether operations record a graph on this thread (``torch.is_grad_enabled``)."""
     return getattr(_state, "enabled", True)
 
 
@@ -23,6 +24,9 @@ def _set_enabled(mode: bool) -> None:
 
 
 def is_inference_mode_enabled() -> bool:
+    """Whether an ``inference_mode`` block is active on this thread
+    (``torch.is_inference_mode_enabled``).
+    """
     return getattr(_state, "inference", False)
 
 

@@ -144,23 +144,28 @@ class Tensor:
 
     # ----------------------------------------------------------------- metadata
     @property
-    def shape(self):
+    def shape(self) -> tuple:
+        """The size of each dim, as a tuple (``torch.Tensor.shape``, a ``torch.Size``)."""
         return tuple(self._data.shape)
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
+        """The number of dims (``torch.Tensor.ndim``)."""
         return self._data.ndim
 
     @property
-    def dtype(self):
+    def dtype(self) -> _dt.dtype:
+        """The element type: ``ng.float32``, ``ng.float64``, ``ng.int64`` or ``ng.bool``."""
         return _dt.from_numpy_dtype(self._data.dtype)
 
     @property
-    def device(self):
+    def device(self) -> device:
+        """Where the data lives: ``device(type='cpu')`` unless moved (``torch.Tensor.device``)."""
         return getattr(self._data, "_ng_device", _CPU)
 
     @property
-    def is_cuda(self):
+    def is_cuda(self) -> bool:
+        """Whether the tensor lives on a CUDA device (``torch.Tensor.is_cuda``)."""
         return self.device.type == "cuda"
 
     @property
@@ -170,13 +175,18 @@ class Tensor:
     def _bump_version(self):
         self._vc.value += 1
 
-    def size(self, dim=None):
+    def size(self, dim=None) -> tuple | int:
+        """The shape, or the size of one ``dim`` (``torch.Tensor.size``). Raises IndexError for a
+        dim out of range.
+        """
         return self.shape if dim is None else self.shape[dim]
 
-    def dim(self):
+    def dim(self) -> int:
+        """The number of dims (``torch.Tensor.dim``)."""
         return self.ndim
 
-    def numel(self):
+    def numel(self) -> int:
+        """The number of elements (``torch.Tensor.numel``)."""
         return int(self._data.size)
 
     def __len__(self):
@@ -184,19 +194,28 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
-    def is_floating_point(self):
+    def is_floating_point(self) -> bool:
+        """Whether the dtype is float32 or float64 (``torch.Tensor.is_floating_point``)."""
         return self.dtype.is_floating_point
 
     # ---------------------------------------------------------------- autograd
     @property
-    def requires_grad(self):
+    def requires_grad(self) -> bool:
+        """Whether operations on this tensor are recorded for autograd; settable on leaves
+        (``torch.Tensor.requires_grad``). Setting it raises RuntimeError on a non-leaf, or for an
+        integer or bool tensor.
+        """
         return self._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value):
         self._set_requires_grad(value)
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self, requires_grad=True) -> Tensor:
+        """Set ``requires_grad`` in place and return the tensor (``torch.Tensor.requires_grad_``).
+
+        Raises RuntimeError as setting ``requires_grad`` does.
+        """
         self._set_requires_grad(requires_grad)
         self._vc.value += 1  # API.md: every in-place method bumps the version
         return self
@@ -216,11 +235,18 @@ class Tensor:
         return self
 
     @property
-    def is_leaf(self):
+    def is_leaf(self) -> bool:
+        """True for tensors no recorded operation produced (``grad_fn is None``)
+        (``torch.Tensor.is_leaf``).
+        """
         return self.grad_fn is None
 
     @property
-    def grad(self):
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by ``backward()`` (leaves, or tensors that called
+        ``retain_grad``) (``torch.Tensor.grad``). ``del x.grad`` sets it to None; assigning raises
+        RuntimeError for a wrong shape or dtype. Reading it on a non-leaf warns, as PyTorch does.
+        """
         if self.grad_fn is not None and not self._retains_grad:
             warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         if _capture is not None and self._grad is not None:
@@ -262,7 +288,8 @@ class Tensor:
             self._retains_grad = True
 
     @property
-    def retains_grad(self):
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this non-leaf (``torch.Tensor.retains_grad``)."""
         return self._retains_grad
 
     def register_hook(self, hook):
@@ -302,7 +329,8 @@ class Tensor:
                             create_graph, inputs)
 
     def detach(self):
-        """A tensor sharing storage and version counter, outside the graph."""
+        """A tensor sharing storage and version counter, outside the graph
+        (``torch.Tensor.detach``, ``jax.lax.stop_gradient``)."""
         data = self._data
         if type(data) is np.ndarray:
             if _capture is not None:
@@ -313,7 +341,11 @@ class Tensor:
             data = data._ng_interpreter.detach(data)  # traced: a stop-gradient annotation
         return Tensor._make(data, None, self._vc)
 
-    def detach_(self):
+    def detach_(self) -> Tensor:
+        """Take this tensor out of the graph in place (``torch.Tensor.detach_``).
+
+        Raises RuntimeError on a view of a tensor that requires grad.
+        """
         if self._base is not None and self._base._requires_grad:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
@@ -322,7 +354,10 @@ class Tensor:
         return self
 
     @property
-    def data(self):
+    def data(self) -> Tensor:
+        """The same storage with its own version counter, outside the graph
+        (``torch.Tensor.data``; prefer ``detach()``, which in-place checks can see).
+        """
         # Like PyTorch: same storage, but its own version counter (that is what makes
         # `.data` unsafe and `detach()` the safe spelling).
         if _capture is not None and type(self._data) is np.ndarray:
@@ -338,7 +373,12 @@ class Tensor:
         self._data = value._data
 
     # -------------------------------------------------------------- conversion
-    def numpy(self, *, force=False):
+    def numpy(self, *, force=False) -> np.ndarray:
+        """The data as a NumPy array sharing memory (``torch.Tensor.numpy``).
+
+        Raises RuntimeError if the tensor requires grad (use ``detach()``, or ``force=True``),
+        TypeError for a CUDA tensor.
+        """
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
@@ -364,13 +404,18 @@ class Tensor:
         a = self._concrete("array")
         return a if dtype is None else a.astype(dtype)
 
-    def item(self):
+    def item(self) -> int | float | bool:
+        """The single element as a Python number (``torch.Tensor.item``).
+
+        Raises RuntimeError unless the tensor has exactly one element.
+        """
         a = self._concrete()
         if a.size != 1:
             raise RuntimeError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
         return a.reshape(()).item()
 
-    def tolist(self):
+    def tolist(self) -> list | int | float | bool:
+        """The data as (nested) Python lists (``torch.Tensor.tolist``)."""
         return self._concrete().tolist()
 
     def __float__(self):

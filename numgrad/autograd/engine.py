@@ -93,7 +93,7 @@ def _roots(outputs):
     return roots
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
     """Accumulate gradients of ``tensors`` into the leaves' ``.grad``.
 
     >>> x = ng.ones(3, requires_grad=True)
@@ -142,7 +142,7 @@ def backward_scalar(t, retain_graph=None):
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, materialize_grads=False):
+         allow_unused=None, materialize_grads=False) -> tuple:
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).
 
     >>> x = ng.tensor([1., 2.], requires_grad=True)

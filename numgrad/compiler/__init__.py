@@ -6,14 +6,18 @@ imports it. The flow: ``tracer`` -> ``autodiff`` (trace + partition) ->
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from numgrad.errors import TracingError
 from numgrad.compiler.runtime import CompiledFunction
 from numgrad.compiler.transforms import grad, value_and_grad
 
 
-def jit(fn=None, *, device=None, parallel="auto", fastmath=False, cache=True, backend=None,
-        verbose=False, vector_math=None):
-    """Compile ``fn``: trace its tensor ops once per signature and run fused kernels.
+def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: bool = False,
+        cache: bool = True, backend: str | None = None, verbose: bool = False,
+        vector_math: bool | None = None) -> CompiledFunction | Callable:
+    """Compile ``fn``: trace its tensor ops once per signature and run fused kernels
+    (``torch.compile``, ``jax.jit``).
 
     >>> @ng.jit
     ... def f(x):
@@ -22,9 +26,40 @@ def jit(fn=None, *, device=None, parallel="auto", fastmath=False, cache=True, ba
     >>> f(x).backward(); x.grad[0]
     tensor(5.)
 
-    Options without a function (``@ng.jit(parallel=False)``) return a decorator.
-    ``vector_math`` (default: env ``NUMGRAD_VECTOR_MATH``, on) uses vectorisable
-    exp/log/tanh/sigmoid/sin/cos (within ~1.6 ulp): several times faster loops.
+    The result behaves like ``fn``: its outputs are tensors whose ``grad_fn`` is
+    ``CompiledFunctionBackward``, so ``backward()``, hooks, ``retain_graph`` and
+    ``create_graph`` work as in eager mode. A new shape, dtype, ``requires_grad`` or grad
+    mode (and any captured value that changes) retraces. Called with options only
+    (``@ng.jit(parallel=False)``) it returns a decorator.
+
+    Options:
+
+    - ``device``: ``"cuda"`` compiles for the CUDA backend; None (default) or ``"cpu"``
+      for the CPU.
+    - ``parallel``: ``"auto"`` (default) compiles a serial tier first and the
+      multi-threaded (``prange``) tier at the second call, for loops with enough work;
+      ``True`` compiles threads before the first result; ``False`` never uses threads.
+    - ``fastmath``: let LLVM assume no NaN/inf (faster, but NaN and inf no longer
+      propagate as in eager mode). Off by default.
+    - ``cache``: keep compiled kernels on disk under ``$NUMGRAD_CACHE_DIR`` (default
+      ``~/.cache/numgrad``), so a new process compiles nothing it compiled before;
+      ``False`` writes nothing.
+    - ``backend``: ``None`` or ``"cpu"`` for the Numba backend; ``"numpy"`` interprets the
+      graph with the NumPy impls (the reference the fused backend is tested against).
+    - ``verbose``: print what is traced, compiled and loaded.
+    - ``vector_math``: vectorisable exp/log/tanh/sigmoid/sin/cos (within ~1.6 ulp, several
+      times faster loops); default on, env ``NUMGRAD_VECTOR_MATH=0`` turns it off.
+
+    The compiled function can be inspected:
+
+    - ``.trace(*args)``: the graph IR for those arguments, forward and derived backward.
+    - ``.source(*args)``: the generated Numba source.
+    - ``.stats``: counters ``traces``, ``compiles``, ``cache_hits``, ``disk_hits``,
+      ``kernels``.
+
+    Raises TypeError if ``fn`` is not callable. Calling it raises ``ng.TracingError``
+    (naming your file and line) for tensor-dependent Python control flow, or an op
+    with no lowering.
     """
     if fn is None:
         return lambda f: jit(f, device=device, parallel=parallel, fastmath=fastmath, cache=cache,

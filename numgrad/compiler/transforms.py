@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from typing import Callable
 import threading
 
 import numpy as np
@@ -36,7 +37,7 @@ def _deriving():
         tracer.backward = prev
 
 
-def value_and_grad(fn, argnums=0, has_aux=False):
+def value_and_grad(fn, argnums=0, has_aux=False) -> Callable:
     """``(value, grads)`` of a scalar function, in JAX's order.
 
     >>> f = ng.value_and_grad(lambda x: (x * x).sum())
@@ -103,7 +104,7 @@ def value_and_grad(fn, argnums=0, has_aux=False):
     return wrapped
 
 
-def grad(fn, argnums=0, has_aux=False):
+def grad(fn, argnums=0, has_aux=False) -> Callable:
     """The gradient of a scalar function w.r.t. ``argnums`` (JAX's ``grad``)."""
     vg = value_and_grad(fn, argnums, has_aux)
 

@@ -9,15 +9,21 @@ from numgrad import ops
 from numgrad.tensor import Tensor
 
 
-def relu(x, inplace=False):
+def relu(x, inplace=False) -> Tensor:
+    """``max(x, 0)`` (``torch.nn.functional.relu``); ``inplace=True`` writes into ``x``.
+
+    Raises RuntimeError for bool input, or in place on a leaf that requires grad.
+    """
     return x.relu_() if inplace else ops.relu(x)
 
 
-def sigmoid(x):
+def sigmoid(x) -> Tensor:
+    """``1 / (1 + exp(-x))`` (``torch.nn.functional.sigmoid``, ``jax.nn.sigmoid``)."""
     return ops.sigmoid(x)
 
 
-def tanh(x):
+def tanh(x) -> Tensor:
+    """Hyperbolic tangent (``torch.nn.functional.tanh``)."""
     return ops.tanh(x)
 
 
@@ -29,23 +35,29 @@ def _logsumexp_parts(x, dim):
     return shifted, ops.log(ops.sum(ops.exp(shifted), dim, keepdim=True))
 
 
-def softmax(x, dim, dtype=None):
-    """``exp(x) / sum(exp(x), dim)``, computed stably."""
+def softmax(x, dim, dtype=None) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, computed stably (``torch.softmax``, ``jax.nn.softmax``).
+
+    Raises IndexError for a dim out of range."""
     if dtype is not None:
         x = x.to(dtype)
     e = ops.exp(x - ops.amax(x.detach(), dim, keepdim=True))
     return e / ops.sum(e, dim, keepdim=True)
 
 
-def log_softmax(x, dim, dtype=None):
-    """``x - logsumexp(x, dim)``, computed stably."""
+def log_softmax(x, dim, dtype=None) -> Tensor:
+    """``x - logsumexp(x, dim)``, computed stably (``torch.log_softmax``,
+    ``jax.nn.log_softmax``). Raises IndexError for a dim out of range."""
     if dtype is not None:
         x = x.to(dtype)
     shifted, lse = _logsumexp_parts(x, dim)
     return shifted - lse
 
 
-def logsumexp(x, dim, keepdim=False):
+def logsumexp(x, dim, keepdim=False) -> Tensor:
+    """``log(sum(exp(x), dim))`` computed without overflow (``torch.logsumexp``,
+    ``jax.scipy.special.logsumexp``). Raises IndexError for a dim out of range.
+    """
     m = ops.amax(x.detach(), dim, keepdim=True)
     out = ops.log(ops.sum(ops.exp(x - m), dim, keepdim=True)) + m
     return out if keepdim else ops.squeeze(out, dim)
@@ -61,7 +73,13 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def mse_loss(input, target, reduction="mean"):
+def mse_loss(input, target, reduction="mean") -> Tensor:
+    """Mean (or sum, or none) of ``(input - target) ** 2`` (``torch.nn.functional.mse_loss``).
+
+    Warns when the shapes differ (broadcasting is then likely a bug).
+
+    Raises ValueError for an unknown ``reduction`` ("mean", "sum", "none").
+    """
     if input.shape != target.shape:
         import warnings
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
@@ -72,7 +90,7 @@ def mse_loss(input, target, reduction="mean"):
     return _reduce(d * d, reduction)
 
 
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") -> Tensor:
     """Negative log-likelihood of class indices ``target`` under log-probabilities ``input``."""
     if not isinstance(target, Tensor) or target.dtype.name != "int64":
         raise RuntimeError("nll_loss: expected target to be an int64 (Long) tensor of class "
@@ -112,7 +130,7 @@ def _check_targets(target, c, ignore_index):
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
-                  label_smoothing=0.0):
+                  label_smoothing=0.0) -> Tensor:
     """``nll_loss(log_softmax(input, 1), target)``; ``target`` may also be class probabilities."""
     dim = 1 if input.ndim > 1 else 0
     logp = log_softmax(input, dim)
@@ -128,7 +146,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     return nll_loss(logp, target, weight, ignore_index, reduction)
 
 
-def linear(input, weight, bias=None):
+def linear(input, weight, bias=None) -> Tensor:
     """``input @ weight.T + bias``."""
     out = ops.matmul(input, ops.t(weight) if weight.ndim == 2 else weight)
     return out if bias is None else out + bias

@@ -229,8 +229,9 @@ _where = defop("where", inputs=("cond", "x", "y"), kind="other", impl=np.where,
 _where.defvjp(None, lambda g, cond: where(cond, g, 0), lambda g, cond: where(cond, 0, g))
 
 
-def where(cond, x, y):
-    """``x`` where ``cond`` holds, else ``y`` (numbers allowed); gradients flow to x and y."""
+def where(cond, x, y) -> Tensor:
+    """``x`` where ``cond`` holds, else ``y`` (numbers allowed); gradients flow to x and y
+    (``torch.where``, ``jax.numpy.where``). Raises RuntimeError for a non-bool ``cond``."""
     from numgrad.ops.dispatch import promote_operands, broadcast_shapes
     from numgrad.tensor import Tensor
     if not isinstance(cond, Tensor):

@@ -145,15 +145,24 @@ def _category(d):
     return 0 if d is _dt.bool_ else (1 if d is _dt.int64 else 2)
 
 
-def fill_(self, value):
+def fill_(self, value) -> Tensor:
+    """Fill with ``value`` in place (``torch.Tensor.fill_``). Raises RuntimeError on a leaf that
+    requires grad (under grad mode).
+    """
     return apply_inplace(self, lambda s: fill_p(s, value=value))
 
 
-def zero_(self):
+def zero_(self) -> Tensor:
+    """Fill with zeros in place (``torch.Tensor.zero_``). Raises RuntimeError on a leaf that
+    requires grad (under grad mode).
+    """
     return fill_(self, 0)
 
 
-def copy_(self, src):
+def copy_(self, src) -> Tensor:
+    """Copy ``src``'s values (broadcast, cast) into this tensor in place; gradients flow
+    to ``src`` (``torch.Tensor.copy_``). Raises TypeError unless ``src`` is a Tensor.
+    """
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
     return apply_inplace(self, copy_p, src)

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from numgrad.ops.registry import defop
+from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops.dispatch import broadcast_shapes
 
 _RESHAPE_NAMES = {"view": "ViewBackward0", "unsqueeze": "UnsqueezeBackward0",
@@ -100,15 +101,20 @@ def _shape_args(shape):
     return tuple(int(s) for s in shape)
 
 
-def reshape(x, *shape, _op="reshape"):
-    """Same data, new shape (one dim may be -1)."""
+def reshape(x, *shape, _op="reshape") -> Tensor:
+    """Same data, new shape (one dim may be -1) (``torch.reshape``, ``jax.numpy.reshape``); a
+    view when the layout allows. Raises RuntimeError when the sizes do not match."""
     shape = _infer_shape(_shape_args(shape), x.numel())
     if shape == x.shape and _op in ("reshape", "view"):
         return reshape_p(x, shape=shape, op="view")
     return reshape_p(x, shape=shape, op="view" if _op == "reshape" else _op)
 
 
-def view(x, *shape):
+def view(x, *shape) -> Tensor:
+    """The same data with a new shape, always sharing storage (``torch.Tensor.view``).
+
+    Raises RuntimeError when the shape would need a copy (use ``reshape``).
+    """
     out = reshape(x, *shape, _op="view")
     if type(x._data) is np.ndarray and x.numel() > 1 and out._base is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
@@ -117,7 +123,11 @@ def view(x, *shape):
     return out
 
 
-def flatten(x, start_dim=0, end_dim=-1):
+def flatten(x, start_dim=0, end_dim=-1) -> Tensor:
+    """Dims ``start_dim`` to ``end_dim`` merged into one (``torch.flatten``).
+
+    Raises RuntimeError when ``start_dim`` comes after ``end_dim``.
+    """
     if x.ndim == 0:
         return reshape(x, (1,), _op="flatten")
     s, e = _dim(start_dim, x.ndim), _dim(end_dim, x.ndim)
@@ -129,7 +139,10 @@ def flatten(x, start_dim=0, end_dim=-1):
     return reshape(x, shape, _op="flatten")
 
 
-def squeeze(x, dim=None):
+def squeeze(x, dim=None) -> Tensor:
+    """Size-1 dims removed: all of them, or those among ``dim`` (``torch.squeeze``,
+    ``jax.numpy.squeeze``). Raises IndexError for a dim out of range.
+    """
     if dim is None:
         shape = tuple(s for s in x.shape if s != 1)
     else:
@@ -139,12 +152,19 @@ def squeeze(x, dim=None):
     return reshape_p(x, shape=shape, op="squeeze")
 
 
-def unsqueeze(x, dim):
+def unsqueeze(x, dim) -> Tensor:
+    """A new size-1 dim inserted at ``dim`` (``torch.unsqueeze``,
+    ``jax.numpy.expand_dims``). Raises IndexError for a dim out of range.
+    """
     d = _dim(dim, x.ndim + 1)
     return reshape_p(x, shape=x.shape[:d] + (1,) + x.shape[d:], op="unsqueeze")
 
 
-def permute(x, *dims):
+def permute(x, *dims) -> Tensor:
+    """The dims reordered as ``dims`` (``torch.permute``, ``jax.numpy.transpose``); a view.
+
+    Raises RuntimeError unless ``dims`` is a permutation of all dims.
+    """
     dims = _shape_args(dims)
     if len(dims) != x.ndim:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
@@ -156,7 +176,10 @@ def permute(x, *dims):
     return permute_p(x, dims=dims, op="permute")
 
 
-def transpose(x, dim0, dim1):
+def transpose(x, dim0, dim1) -> Tensor:
+    """Dims ``dim0`` and ``dim1`` swapped (``torch.transpose``, ``jax.numpy.swapaxes``);
+    a view. Raises IndexError for a dim out of range.
+    """
     if x.ndim == 0:
         return permute_p(x, dims=(), op="transpose")
     d0, d1 = _dim(dim0, x.ndim), _dim(dim1, x.ndim)
@@ -165,17 +188,25 @@ def transpose(x, dim0, dim1):
     return permute_p(x, dims=tuple(dims), op="transpose")
 
 
-def t(x):
+def t(x) -> Tensor:
+    """The transpose of a matrix (0-d and 1-d tensors unchanged) (``torch.t``).
+
+    Raises RuntimeError for more than 2 dims.
+    """
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
     return permute_p(x, dims=tuple(reversed(range(x.ndim))), op="t")
 
 
-def T(x):
+def T(x) -> Tensor:
+    """All dims reversed (``torch.Tensor.T``)."""
     return permute_p(x, dims=tuple(reversed(range(x.ndim))), op="permute")
 
 
-def expand(x, *shape):
+def expand(x, *shape) -> Tensor:
+    """A broadcast view with size-1 dims stretched to ``shape`` (-1 keeps a size)
+    (``torch.Tensor.expand``). Raises RuntimeError when a non-1 size differs.
+    """
     shape = list(_shape_args(shape))
     if len(shape) < x.ndim:
         raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be greater "
@@ -195,7 +226,11 @@ def expand(x, *shape):
     return expand_p(x, shape=shape)
 
 
-def broadcast_to(x, shape):
+def broadcast_to(x, shape) -> Tensor:
+    """``input`` broadcast to ``shape`` (``torch.broadcast_to``, ``jax.numpy.broadcast_to``).
+
+    Raises RuntimeError when the shapes are not compatible.
+    """
     return expand(x, tuple(shape))
 
 
@@ -219,8 +254,11 @@ def _seq(tensors, name):
     return tensors
 
 
-def cat(tensors, dim=0):
-    """Join tensors along an existing dim."""
+def cat(tensors, dim=0) -> Tensor:
+    """Join tensors along an existing dim (``torch.cat``, ``jax.numpy.concatenate``).
+
+    Raises RuntimeError when the other dims differ, TypeError for a non-sequence.
+    """
     tensors = _seq(tensors, "cat")
     ref = tensors[0]
     d = _dim(dim, ref.ndim)
@@ -233,8 +271,11 @@ def cat(tensors, dim=0):
     return cat_p(tensors, dim=d)
 
 
-def stack(tensors, dim=0):
-    """Join same-shape tensors along a new dim."""
+def stack(tensors, dim=0) -> Tensor:
+    """Join same-shape tensors along a new dim (``torch.stack``, ``jax.numpy.stack``).
+
+    Raises RuntimeError when the shapes differ.
+    """
     tensors = _seq(tensors, "stack")
     ref = tensors[0]
     for i, t in enumerate(tensors):

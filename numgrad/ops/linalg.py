@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad.ops.registry import defop
+from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops.dispatch import broadcast_shapes
 
 
@@ -81,7 +82,7 @@ def _matmul_y_vjp(g, x, y_shape):
 matmul_p.defvjp(_matmul_x_vjp, _matmul_y_vjp)
 
 
-def matmul(x, y):
+def matmul(x, y) -> Tensor:
     """Matrix product with batch broadcasting (``x @ y``)."""
     from numgrad.tensor import Tensor
     for name, t in (("input", x), ("other", y)):

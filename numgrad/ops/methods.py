@@ -45,8 +45,10 @@ _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "
              "remainder": "%", "fmod": "fmod"}
 
 
-def pow(x, exponent):
-    """``x ** exponent`` for a tensor or number exponent (and ``number ** tensor``)."""
+def pow(x, exponent) -> Tensor:
+    """``x ** exponent`` for a tensor or number exponent (and ``number ** tensor``)
+    (``torch.pow``, ``jax.numpy.power``). Raises RuntimeError for an integer tensor to a
+    negative integer power."""
     if isinstance(x, Tensor) and isinstance(exponent, numbers.Number) and \
             not isinstance(exponent, bool):
         if isinstance(exponent, float) and not x.dtype.is_floating_point:
@@ -66,7 +68,7 @@ def _scaled(other, alpha, name):
     return other * alpha
 
 
-def add(input, other, *, alpha=1):
+def add(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input + alpha * other`` (``torch.add``); broadcasting and type promotion as for ``+``.
 
     Raises RuntimeError when the shapes do not broadcast.
@@ -74,7 +76,7 @@ def add(input, other, *, alpha=1):
     return E.add(input, _scaled(other, alpha, "add"))
 
 
-def sub(input, other, *, alpha=1):
+def sub(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input - alpha * other`` (``torch.sub``).
 
     Raises RuntimeError when the shapes do not broadcast or both operands are bool.
@@ -92,8 +94,10 @@ def _pow_method(self, other):
     return NotImplemented if other is None else pow(self, other)
 
 
-def to(self, *args, **kwargs):
-    """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``."""
+def to(self, *args, **kwargs) -> Tensor:
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``
+    (``torch.Tensor.to``); casts to int64/bool leave the graph. Raises TypeError for an
+    argument that is none of these."""
     dtype = kwargs.pop("dtype", None)
     dev = kwargs.pop("device", None)
     kwargs.pop("non_blocking", None)
@@ -143,33 +147,42 @@ def _rmatmul(self, other):
     return linalg.matmul(other, self) if isinstance(other, Tensor) else NotImplemented
 
 
-def _setitem(self, index, value):
+def _setitem(self, index, value) -> None:
+    """``x[index] = value`` in place (``torch.Tensor.__setitem__``); the graph records the
+    write. Raises TypeError for a value that is not a tensor or number, IndexError for an
+    out-of-range index, RuntimeError on a leaf that requires grad.
+    """
     if isinstance(value, Tensor) or _operand(value):
         apply_inplace(self, I.index_put, index, value)
     else:
         raise TypeError(f"can't assign a {type(value).__name__} to a Tensor")
 
 
-def _expand_as(self, other):
+def _expand_as(self, other) -> Tensor:
+    """This tensor expanded to ``other``'s shape (``torch.Tensor.expand_as``)."""
     return L.expand(self, other.shape)
 
 
-def _softmax(self, dim):
+def _softmax(self, dim) -> Tensor:
+    """``ng.softmax(self, dim)`` (``torch.Tensor.softmax``)."""
     from numgrad.nn import functional as F
     return F.softmax(self, dim)
 
 
-def _log_softmax(self, dim):
+def _log_softmax(self, dim) -> Tensor:
+    """``ng.log_softmax(self, dim)`` (``torch.Tensor.log_softmax``)."""
     from numgrad.nn import functional as F
     return F.log_softmax(self, dim)
 
 
-def _clamp(self, min=None, max=None):
+def _clamp(self, min=None, max=None) -> Tensor:
+    """``clamp(self, min, max)`` (``torch.Tensor.clamp``); see ``ng.clamp``."""
     return clamp(self, min, max)
 
 
-def clamp(x, min=None, max=None):
-    """Limit values to ``[min, max]`` (either may be None); no gradient where clipped."""
+def clamp(x, min=None, max=None) -> Tensor:
+    """Limit values to ``[min, max]`` (either may be None); no gradient where clipped
+    (``torch.clamp``, ``jax.numpy.clip``). Raises RuntimeError when both are None."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -189,6 +202,10 @@ def _inplace_binary(prim):
         if isinstance(other, np.ndarray):
             other = as_constant(other)
         return apply_inplace(self, prim, other)
+    method.__doc__ = (f"In-place ``{prim.name}`` (``torch.Tensor.{prim.name}_``): writes the "
+                      "result into this tensor and bumps its version; NumPy arrays are "
+                      "constants. Raises RuntimeError on a leaf that requires grad (under grad "
+                      "mode), or when the result cannot be cast back to this tensor's dtype.")
     method.__name__ = prim.name + "_"
     return method
 

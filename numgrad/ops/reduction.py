@@ -10,6 +10,7 @@ import builtins
 import numpy as np
 
 from numgrad.ops.registry import defop
+from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops.elementwise import where
 
 
@@ -144,15 +145,20 @@ def _check(x, name):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
 
 
-def sum(x, dim=None, keepdim=False, dtype=None):
-    """Sum over ``dim`` (an int, a tuple, or None for all)."""
+def sum(x, dim=None, keepdim=False, dtype=None) -> Tensor:
+    """Sum over ``dim`` (an int, a tuple, or None for all) (``torch.sum``, ``jax.numpy.sum``);
+    bool and int inputs give int64. Raises IndexError for a dim out of range."""
     _check(x, "sum")
     if dtype is not None:
         x = x.to(dtype)
     return sum_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
 
 
-def mean(x, dim=None, keepdim=False, dtype=None):
+def mean(x, dim=None, keepdim=False, dtype=None) -> Tensor:
+    """Mean over ``dim`` (an int, a tuple, or None for all) (``torch.mean``, ``jax.numpy.mean``).
+
+    Raises RuntimeError for a non-floating input, IndexError for a dim out of range.
+    """
     _check(x, "mean")
     if dtype is not None:
         x = x.to(dtype)
@@ -162,13 +168,19 @@ def mean(x, dim=None, keepdim=False, dtype=None):
     return mean_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
 
 
-def amax(x, dim=(), keepdim=False):
+def amax(x, dim=(), keepdim=False) -> Tensor:
+    """Largest value over ``dim`` (all dims by default); ties share the gradient evenly
+    (``torch.amax``, ``jax.numpy.max``). Raises IndexError for a dim out of range.
+    """
     _check(x, "amax")
     dim = None if dim == () or dim is None else dim
     return amax_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
 
 
-def amin(x, dim=(), keepdim=False):
+def amin(x, dim=(), keepdim=False) -> Tensor:
+    """Smallest value over ``dim`` (all dims by default); ties share the gradient evenly
+    (``torch.amin``, ``jax.numpy.min``). Raises IndexError for a dim out of range.
+    """
     _check(x, "amin")
     dim = None if dim == () or dim is None else dim
     return amin_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
@@ -180,8 +192,8 @@ def _empty_check(x, name):
                            "== 0. Specify the reduction dim with the 'dim' argument.")
 
 
-def max(x, dim=None, keepdim=False):
-    """``max(x)`` is the largest value; ``max(x, dim)`` returns ``(values, indices)``.
+def max(x, dim=None, keepdim=False) -> Tensor | tuple:
+    """``max(x)`` is the largest value; ``max(x, dim)`` returns ``(values, indices)`` (``torch.max``).
 
     ``max(x, y)`` with a tensor ``y`` is ``maximum``, as in PyTorch.
     """
@@ -198,7 +210,12 @@ def max(x, dim=None, keepdim=False):
                            argmax_p(x.detach(), dim=d, keepdim=bool(keepdim)))
 
 
-def min(x, dim=None, keepdim=False):
+def min(x, dim=None, keepdim=False) -> Tensor | tuple:
+    """``min(x)`` is the smallest value; ``min(x, dim)`` returns ``(values, indices)``
+    (``torch.min``); ``min(x, y)`` with a tensor ``y`` is ``minimum``.
+
+    Raises RuntimeError for ``min(x)`` of an empty tensor.
+    """
     from numgrad.tensor import Tensor
     if isinstance(dim, Tensor):
         from numgrad.ops.elementwise import minimum
@@ -228,7 +245,10 @@ def _values_indices(values, indices):
     return _ValuesIndices((values, indices))
 
 
-def argmax(x, dim=None, keepdim=False):
+def argmax(x, dim=None, keepdim=False) -> Tensor:
+    """Index of the largest value over ``dim`` (of the flattened tensor by default)
+    (``torch.argmax``, ``jax.numpy.argmax``); int64, no gradient.
+    """
     _check(x, "argmax")
     if dim is None:
         from numgrad.ops.layout import reshape
@@ -237,7 +257,10 @@ def argmax(x, dim=None, keepdim=False):
     return argmax_p(x.detach(), dim=d, keepdim=bool(keepdim))
 
 
-def argmin(x, dim=None, keepdim=False):
+def argmin(x, dim=None, keepdim=False) -> Tensor:
+    """Index of the smallest value over ``dim`` (of the flattened tensor by default)
+    (``torch.argmin``, ``jax.numpy.argmin``); int64, no gradient.
+    """
     _check(x, "argmin")
     if dim is None:
         from numgrad.ops.layout import reshape
