@@ -93,8 +93,12 @@ def _roots(outputs):
     return roots
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-    """Accumulate gradients of ``tensors`` into the leaves' ``.grad``.
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             inputs=None) -> None:
+    """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (``torch.autograd.backward``).
+
+    Raises RuntimeError for an output that does not require grad, or a non-scalar output
+    without ``grad_tensors``.
 
     >>> x = ng.ones(3, requires_grad=True)
     >>> ng.autograd.backward((x * 2).sum()); x.grad
@@ -143,7 +147,9 @@ def backward_scalar(t, retain_graph=None):
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False) -> tuple:
-    """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).
+    """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``)
+    (``torch.autograd.grad``). Raises RuntimeError for an unused input unless
+    ``allow_unused``, and as ``backward`` does.
 
     >>> x = ng.tensor([1., 2.], requires_grad=True)
     >>> ng.autograd.grad((x ** 3).sum(), x)

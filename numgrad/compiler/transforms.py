@@ -38,7 +38,11 @@ def _deriving():
 
 
 def value_and_grad(fn, argnums=0, has_aux=False) -> Callable:
-    """``(value, grads)`` of a scalar function, in JAX's order.
+    """``(value, grads)`` of a scalar function, in JAX's order (``jax.value_and_grad``,
+    ``torch.func.grad_and_value``). Arguments in ``argnums`` may be Python floats. Inputs
+    that require grad (under grad mode) give results in the caller's graph, as
+    ``torch.func`` does. Raises RuntimeError for a non-scalar value, TypeError for an
+    argument that is neither a tensor nor a float.
 
     >>> f = ng.value_and_grad(lambda x: (x * x).sum())
     >>> v, g = f(ng.tensor([1., 2.])); g
@@ -105,7 +109,8 @@ def value_and_grad(fn, argnums=0, has_aux=False) -> Callable:
 
 
 def grad(fn, argnums=0, has_aux=False) -> Callable:
-    """The gradient of a scalar function w.r.t. ``argnums`` (JAX's ``grad``)."""
+    """The gradient of a scalar function w.r.t. ``argnums`` (``jax.grad``, ``torch.func.grad``);
+    zeros when the function does not depend on them. Raises as ``value_and_grad`` does."""
     vg = value_and_grad(fn, argnums, has_aux)
 
     @functools.wraps(fn, updated=())

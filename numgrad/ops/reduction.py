@@ -193,7 +193,8 @@ def _empty_check(x, name):
 
 
 def max(x, dim=None, keepdim=False) -> Tensor | tuple:
-    """``max(x)`` is the largest value; ``max(x, dim)`` returns ``(values, indices)`` (``torch.max``).
+    """``max(x)`` is the largest value; ``max(x, dim)`` returns ``(values, indices)``
+    (``torch.max``).
 
     ``max(x, y)`` with a tensor ``y`` is ``maximum``, as in PyTorch.
     """
