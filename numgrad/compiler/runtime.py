@@ -217,7 +217,8 @@ class Plan:
             self.cot_vars = [tr.outputs[j] for j in tr.cotangent_of]
             # A backward that reads no input and no saved value frees nothing: a second
             # backward through it works, as through eager `b + 1` (AddBackward saves nothing).
-            self.saves = bool(n_saved or self.check_inputs or self.check_outputs)
+            self.saves = bool(n_saved or self.check_inputs or self.check_outputs
+                              or _saves_params(tr))
             programs = [self.fwd, self.bwd]
         else:
             fwd = autodiff.forward_only(tr)
@@ -387,6 +388,13 @@ class Plan:
 
 
 _active = threading.local()
+
+
+def _saves_params(tr):
+    # Eager nodes of these equations keep index arrays as saved tensors (PyTorch's
+    # IndexBackward0 / CopySlices do): a second backward must fail there too.
+    return any(not isinstance(e.prim, str) and e.prim.saves is not None and e.prim.saves(e.params)
+               for e in tr.graph.eqns[:tr.n_fwd_eqns] if e.ann.get("grad"))
 
 
 def active_backward_node():

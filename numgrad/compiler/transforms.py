@@ -67,7 +67,13 @@ def value_and_grad(fn, argnums=0, has_aux=False) -> Callable:
                                 f"{len(args)} positional argument(s)")
             a = args[n]
             if isinstance(a, float):  # JAX and HIPS autograd take Python floats
-                a = args[n] = Tensor._make(np.array(a, default_float.np))
+                data = np.array(a, default_float.np)
+                tracer = current_tracer()
+                if tracer is not None:
+                    # Under @ng.jit: a traced constant, so the leaf made below is traced too
+                    # (a concrete leaf requiring grad would be captured as an input).
+                    data = tracer.var_of(data)
+                a = args[n] = Tensor._make(data)
             elif not isinstance(a, Tensor):
                 raise TypeError(f"value_and_grad: argument {n} must be a Tensor or a Python "
                                 f"float, got {type(a).__name__}")

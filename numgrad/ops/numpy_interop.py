@@ -77,11 +77,14 @@ def array_ufunc(self, ufunc, method, *inputs, out=None, **kwargs):
     fn = _UFUNCS.get(ufunc) if method == "__call__" and out is None and not kwargs else None
     if fn is not None:
         return fn(*[as_constant(a) if isinstance(a, np.ndarray) else a for a in inputs])
+    for a in inputs:
+        if isinstance(a, Tensor) and type(a._data) is not np.ndarray:
+            a._concrete("array")  # traced under @ng.jit: raises TracingError saying what to write
     if grads:
         raise TypeError(f"NumPy's {ufunc.__name__}{'' if method == '__call__' else '.' + method}"
                         " has no numgrad op to map onto, and an operand requires grad; use the "
                         "ng.* op, or apply it to x.detach().numpy()")
-    arrays = [a._concrete() if isinstance(a, Tensor) else a for a in inputs]
+    arrays = [a._concrete("array") if isinstance(a, Tensor) else a for a in inputs]
     if out is not None:
         kwargs["out"] = out
     return getattr(ufunc, method)(*arrays, **kwargs)
