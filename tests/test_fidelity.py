@@ -488,3 +488,11 @@ def test_gather_with_a_traced_index_is_refused_clearly_or_correct():
     # a constant index (built inside the function) is always fine
     g = ng.jit(lambda x: x.gather(1, ng.tensor(idx)) * 2, backend="numpy")
     assert_close(g(ng.tensor(data)), want * 2)
+
+
+def test_viz_draws_a_node_that_saved_its_index():
+    b = ng.ones(4, requires_grad=True)
+    y = b[ng.tensor([1, 1])] * 2
+    assert "index" in ng.viz.graph(y)._repr_svg_()
+    y.sum().backward()
+    assert "freed" in ng.viz.graph(y)._repr_svg_()

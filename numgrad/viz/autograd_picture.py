@@ -35,6 +35,9 @@ def _saved(node):
     if isinstance(saved, dict):
         for name, s in saved.items():
             for k, one in enumerate(s if isinstance(s, list) else [s]):
+                if not hasattr(one, "_vc"):  # a saved index (autograd.graph.SavedParam)
+                    out.append((name, None, "freed" if one._freed else "index"))
+                    continue
                 data = one._data if one._tensor is None else getattr(one._tensor, "_data", None)
                 if one._freed:
                     state = "freed"   # by a backward without retain_graph
