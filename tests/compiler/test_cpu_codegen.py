@@ -228,10 +228,10 @@ def test_a_failing_prange_tier_keeps_the_serial_kernels(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMGRAD_CACHE_DIR", str(tmp_path))
     real = cache.load_module
 
-    def refuse_prange(source, verbose=False):
+    def refuse_prange(source, verbose=False, use_disk=True):
         if "parallel=True" in source:
             raise RuntimeError("simulated parfors failure")
-        return real(source, verbose=verbose)
+        return real(source, verbose=verbose, use_disk=use_disk)
 
     monkeypatch.setattr(cache, "load_module", refuse_prange)
     x = ng.tensor(np.linspace(-2, 2, 20000))

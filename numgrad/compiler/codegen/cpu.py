@@ -670,6 +670,8 @@ def compile(graph, options=None):
                for kind, e in steps)
     min_work = PARALLEL_MIN_WORK_BESIDE_BLAS if blas else PARALLEL_MIN_WORK
     srcs, chunk_fns = [], []
+    verbose = options.get("verbose", False)
+    use_disk = options.get("cache", True)  # ng.jit(cache=False): nothing read or written
     for st in kernels:
         em = StageEmitter(st, graph, parallel in ("auto", True), min_work)
         st.name = None
@@ -702,8 +704,8 @@ def compile(graph, options=None):
         # of a long chain (W4's prange tier: 3.8 s with its own copy, 1.1 s importing).
         chunk_source = header + "\n\n".join(chunk_fns)
         try:
-            chunk_module, _ = _cache.load_module(chunk_source,
-                                                 verbose=options.get("verbose", False))
+            chunk_module, _ = _cache.load_module(chunk_source, verbose=verbose,
+                                                 use_disk=use_disk)
         except Exception as exc:
             return _fallback(graph, options, base, chunk_source, exc)
         names = re.findall(r"^def (\w+)\(", chunk_source, flags=re.M)
@@ -715,14 +717,15 @@ def compile(graph, options=None):
     # with parallel=False (prange runs as range; the chunked loops keep the results
     # bit-identical), and the Program compiles the prange tier at its second call. A call
     # made once never pays for threads; a kernel built before loads at once.
-    tiered = "prange(" in source and parallel == "auto" and not _cache.is_built(source)
+    tiered = ("prange(" in source and parallel == "auto"
+              and not (use_disk and _cache.is_built(source)))
     serial = source.replace("parallel=True", "parallel=False") if tiered else source
     if "parallel=True" in serial:
         _omp.tune()
     _progress.note(options.get("role", "fwd"), _cache.module_name(serial),
                    [st.name for st in kernels])
     try:
-        module, disk_hit = _cache.load_module(serial, verbose=options.get("verbose", False))
+        module, disk_hit = _cache.load_module(serial, verbose=verbose, use_disk=use_disk)
     except Exception as exc:  # a codegen gap must never reach the user as a Numba traceback
         return _fallback(graph, options, base, source, exc)
     for st in kernels:
@@ -730,7 +733,7 @@ def compile(graph, options=None):
     if not kernels:
         disk_hit = False
     return Program(graph, steps, module, chunk_source + source, disk_hit,
-                   upgrade=(source, options.get("verbose", False)) if tiered else None)
+                   upgrade=(source, verbose, use_disk) if tiered else None)
 
 
 def _fallback(graph, options, base, source, exc):

@@ -41,7 +41,7 @@ class Program:
         # array (the engine's cached ones), so copy those once here.
         self._consts = [(v, _ready(np.ascontiguousarray(a.reshape(cshape(a.shape)))))
                         for v, a in graph.consts.items()]
-        # (source, verbose) of the prange tier, compiled at the second call (codegen.cpu).
+        # (source, verbose, use_disk) of the prange tier, compiled at the second call (codegen.cpu).
         self._upgrade = upgrade
         self._calls = 0
         self._bind()
@@ -81,13 +81,13 @@ class Program:
         with _TIER_LOCK:
             if self._upgrade is None:
                 return
-            source, verbose = self._upgrade
+            source, verbose, use_disk = self._upgrade
             from numgrad.compiler.codegen import cache, omp
             omp.tune()
             if verbose:
                 print("[numgrad.jit] second call: compiling the multi-threaded (prange) tier")
             try:
-                module, _ = cache.load_module(source, verbose=verbose)
+                module, _ = cache.load_module(source, verbose=verbose, use_disk=use_disk)
             except Exception as exc:  # keep the serial kernels, which work
                 warnings.warn(f"numgrad could not compile the multi-threaded kernels "
                               f"({first_line(exc)}); "
