@@ -1,4 +1,4 @@
-"""The command line: ``python -m numgrad demo | bench | info | notebooks``."""
+"""The command line: ``python -m numgrad demo | bench | info | notebooks | cache``."""
 from __future__ import annotations
 
 import argparse
@@ -15,6 +15,8 @@ def main(argv=None):
     nbs = sub.add_parser("notebooks", help="execute notebooks/*.ipynb and save their outputs "
                                            "(needs the dev extra)")
     nbs.add_argument("paths", nargs="*", help="notebooks to run (default: all)")
+    cache = sub.add_parser("cache", help="the kernel cache on disk: where, how big; clear it")
+    cache.add_argument("action", choices=("info", "clear"))
     bench = sub.add_parser("bench", help="benchmarks against PyTorch and JAX (run from the "
                                          "repository root, where bench/ is)",
                            description="Times W1-W6 for every installed system, interleaved, "
@@ -35,12 +37,31 @@ def main(argv=None):
     if args.command == "notebooks":
         from numgrad.notebooks import main as run_notebooks
         return run_notebooks(args.paths)
+    if args.command == "cache":
+        return _cache(args.action)
     if args.command == "bench":
         if add_arguments is None:
             print("bench/ is not importable: run from the repository root", file=sys.stderr)
             return 2
         from bench.runner import run_args
         return run_args(args)
+    return 0
+
+
+def _cache(action):
+    from numgrad.compiler.codegen import cache
+    if action == "clear":
+        try:
+            n = cache.clear()
+        except PermissionError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        print(f"removed {n} cache entr{'y' if n == 1 else 'ies'} from {cache.configured_dir()}")
+        return 0
+    i = cache.info()
+    print(f"kernel cache: {i['path']}\nstatus: {i['status']}\n"
+          f"entries: {i['entries']}, {i['bytes'] / 2**20:.1f} MiB of at most "
+          f"{i['max_bytes'] / 2**20:.0f} MiB (NUMGRAD_CACHE_MAX_MB)")
     return 0
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 from typing import Callable
 
 from numgrad.errors import TracingError
+from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS
 from numgrad.compiler.runtime import CompiledFunction
 from numgrad.compiler.transforms import grad, value_and_grad
 
 
 def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: bool = False,
         cache: bool = True, backend: str | None = None, verbose: bool = False,
-        vector_math: bool | None = None) -> CompiledFunction | Callable:
+        vector_math: bool | None = None,
+        max_plans: int | None = DEFAULT_MAX_PLANS) -> CompiledFunction | Callable:
     """Compile ``fn``: trace its tensor ops once per signature and run fused kernels
     (``torch.compile``, ``jax.jit``).
 
@@ -42,11 +44,13 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
     - ``fastmath``: let LLVM assume no NaN/inf (faster, but NaN and inf no longer
       propagate as in eager mode). Off by default.
     - ``cache``: keep compiled kernels on disk under ``$NUMGRAD_CACHE_DIR`` (default
-      ``~/.cache/numgrad``), so a new process compiles nothing it compiled before;
-      ``False`` writes nothing.
+      ``~/.cache/numgrad``, verified before use), so a new process compiles nothing it
+      compiled before; ``False`` compiles in memory and reads or writes no disk cache.
     - ``backend``: ``None`` or ``"cpu"`` for the Numba backend; ``"numpy"`` interprets the
       graph with the NumPy impls (the reference the fused backend is tested against).
     - ``verbose``: print what is traced, compiled and loaded.
+    - ``max_plans``: how many signatures stay compiled (default 64; the least recently
+      used is dropped, and traces again if it comes back; None: unbounded).
     - ``vector_math``: vectorisable exp/log/tanh/sigmoid/sin/cos (within ~1.6 ulp, several
       times faster loops); default on, env ``NUMGRAD_VECTOR_MATH=0`` turns it off.
 
@@ -54,8 +58,8 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
 
     - ``.trace(*args)``: the graph IR for those arguments, forward and derived backward.
     - ``.source(*args)``: the generated Numba source.
-    - ``.stats``: counters ``traces``, ``compiles``, ``cache_hits``, ``disk_hits``,
-      ``kernels``.
+    - ``.stats``: counters ``traces``, ``retraces``, ``compiles``, ``compile_seconds``,
+      ``cache_hits``, ``disk_hits``, ``kernels``.
 
     Raises TypeError if ``fn`` is not callable. Calling it raises ``ng.TracingError``
     (naming your file and line) for tensor-dependent Python control flow, or an op
@@ -63,13 +67,15 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
     """
     if fn is None:
         return lambda f: jit(f, device=device, parallel=parallel, fastmath=fastmath, cache=cache,
-                             backend=backend, verbose=verbose, vector_math=vector_math)
+                             backend=backend, verbose=verbose, vector_math=vector_math,
+                             max_plans=max_plans)
     if isinstance(fn, CompiledFunction):
         return fn
     if not callable(fn):
         raise TypeError(f"ng.jit expects a function, got {type(fn).__name__}")
     return CompiledFunction(fn, device=device, parallel=parallel, fastmath=fastmath, cache=cache,
-                            backend=backend, verbose=verbose, vector_math=vector_math)
+                            backend=backend, verbose=verbose, vector_math=vector_math,
+                            max_plans=max_plans)
 
 
 __all__ = ["jit", "grad", "value_and_grad", "TracingError", "CompiledFunction"]

@@ -21,6 +21,7 @@ from numgrad.autograd.graph import Node, edge_of, describe, _FREED, _sequence
 from numgrad.compiler import autodiff, guards, progress, pytree, tracebacks
 from numgrad.compiler.codegen import get_backend
 from numgrad.compiler.passes import optimize
+from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, PlanCache
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
@@ -42,12 +43,16 @@ def _contiguous(a):
 
 class Stats:
     """Counters: ``traces``, ``compiles``, ``cache_hits`` (plan reuse), ``disk_hits``,
-    ``kernels``."""
+    ``kernels``, ``retraces`` (traces after the first) and ``compile_seconds`` (time
+    spent building plans: tracing and compiling)."""
 
-    __slots__ = ("traces", "compiles", "cache_hits", "disk_hits", "kernels")
+    __slots__ = ("traces", "compiles", "cache_hits", "disk_hits", "kernels", "retraces",
+                 "compile_seconds")
 
     def __init__(self):
         self.traces = self.compiles = self.cache_hits = self.disk_hits = self.kernels = 0
+        self.retraces = 0
+        self.compile_seconds = 0.0
 
     def __repr__(self):
         return ("Stats(" + ", ".join(f"{k}={getattr(self, k)}" for k in self.__slots__) + ")")
@@ -75,7 +80,8 @@ class CompiledFunction:
     ``source`` and ``stats``."""
 
     def __init__(self, fn, device=None, parallel="auto", fastmath=False, cache=True,
-                 backend=None, remat=True, verbose=False, vector_math=None):
+                 backend=None, remat=True, verbose=False, vector_math=None,
+                 max_plans=DEFAULT_MAX_PLANS):
         self.fn = fn
         self.device = device
         if vector_math is None:
@@ -86,8 +92,8 @@ class CompiledFunction:
         self.remat = remat
         self.verbose = verbose
         self.stats = Stats()
-        self._plans = {}
-        self._fast = {}
+        self._plans = PlanCache(max_plans)  # LRU, bounded (plan_cache)
+        self._fast = self._plans.fast
         # updated=(): copying fn's __dict__ would clobber our own attributes when fn is
         # itself a wrapper of a CompiledFunction (ng.jit(ng.grad(ng.jit(f)))).
         functools.update_wrapper(self, fn, updated=())
@@ -118,6 +124,7 @@ class CompiledFunction:
                 plan = self._plans.get(key)
                 if plan is None or not plan.guard_ok():
                     # New signature, or something the trace read has changed: trace again.
+                    t0 = time.perf_counter()
                     try:
                         with progress.compiling(getattr(self.fn, "__name__", "fn")):
                             plan = Plan(self, args, kwargs, tree, leaves, grad)
@@ -128,6 +135,7 @@ class CompiledFunction:
                             raise
                         raise short
                     self._plans[key] = plan
+                    self._plans.traced(self, args, kwargs, grad, time.perf_counter() - t0)
                     return plan, leaves
         self.stats.cache_hits += 1
         return plan, leaves
@@ -152,6 +160,7 @@ class CompiledFunction:
                 plan = self._fast.get(tuple(key))
                 if plan is not None and (plan.guard is None or plan.guard()):
                     self.stats.cache_hits += 1
+                    self._plans.touch(plan)
                     return plan.run(args)
                 plan, leaves = self._plan(args, kwargs)
                 self._fast[tuple(key)] = plan

@@ -1,0 +1,117 @@
+"""compiler.plan_cache: a compiled function's plans, bounded, and why it keeps retracing.
+
+Room: compiler. Each plan holds compiled kernels (a few MB of machine code and graphs),
+so a function called with ever new shapes or constants would grow without bound.
+``PlanCache`` keeps at most ``max_plans`` of them (``ng.jit(..., max_plans=N)``,
+default ``DEFAULT_MAX_PLANS``), dropping the least recently used; a dropped signature
+simply traces again if it comes back. It also times plan builds
+(``stats.compile_seconds``), counts traces after the first (``stats.retraces``) and,
+at the ``RETRACE_WARNING``-th retrace, warns once naming the argument whose changes
+caused most of them.
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections import OrderedDict
+
+DEFAULT_MAX_PLANS = 64
+RETRACE_WARNING = 8
+
+
+class PlanCache(OrderedDict):
+    """signature key -> Plan, least recently used first; ``fast`` is a second index
+    (the runtime's flat key for all-tensor calls) into the same plans."""
+
+    def __init__(self, max_plans=DEFAULT_MAX_PLANS):
+        super().__init__()
+        if max_plans is not None and (not isinstance(max_plans, int) or max_plans < 1):
+            raise ValueError(f"max_plans must be a positive int or None, got {max_plans!r}")
+        self.max_plans = max_plans
+        self.fast = {}
+        self.evictions = 0
+        self._last = None        # the previous traced call's per-argument summary
+        self._blame = {}         # argument name -> retraces its change took part in
+        self._warned = False
+
+    def get(self, key, default=None):
+        plan = OrderedDict.get(self, key)
+        if plan is None:
+            return default
+        self.move_to_end(key)
+        return plan
+
+    def __setitem__(self, key, plan):
+        OrderedDict.__setitem__(self, key, plan)
+        try:
+            plan._lru_key = key
+        except AttributeError:
+            pass
+        while self.max_plans is not None and len(self) > self.max_plans:
+            _, old = self.popitem(last=False)
+            self.evictions += 1
+            for k in [k for k, p in self.fast.items() if p is old]:
+                del self.fast[k]
+
+    def touch(self, plan):
+        """Mark ``plan`` (found through ``fast``) as just used."""
+        self.move_to_end(plan._lru_key)
+
+    # ------------------------------------------------------------ retraces
+    def traced(self, owner, args, kwargs, grad, seconds):
+        """Account for one new plan built in ``seconds`` for this call."""
+        stats = owner.stats
+        stats.compile_seconds += seconds
+        summary = _summary(owner.fn, args, kwargs, grad)
+        last, self._last = self._last, summary
+        if last is None:
+            return
+        stats.retraces += 1
+        changed = [name for name in summary if summary[name] != last.get(name)]
+        changed += [name for name in last if name not in summary]
+        for name in changed:
+            self._blame.setdefault(name, []).append((last.get(name), summary.get(name)))
+        if stats.retraces >= RETRACE_WARNING and not self._warned and self._blame:
+            self._warned = True
+            name, seen = max(self._blame.items(), key=lambda kv: len(kv[1]))
+            before, after = seen[-1]
+            fname = getattr(owner.fn, "__qualname__", getattr(owner.fn, "__name__", "fn"))
+            warnings.warn(
+                f"ng.jit({fname}) has been traced {stats.retraces + 1} times; "
+                f"{_what(name)} changed in {len(seen)} of those retraces "
+                f"(last: {before} -> {after}). Each new signature traces and compiles "
+                "again: keep it fixed, pass it as a tensor, or expect a shape-generic "
+                "plan after the second shape of the same ranks.",
+                RuntimeWarning, stacklevel=4)
+
+
+def _what(name):
+    return "grad mode" if name == "<grad mode>" else f"argument {name!r}"
+
+
+def _summary(fn, args, kwargs, grad):
+    """{argument name: a short description of what the signature key sees of it}."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        bound = {f"#{i}": a for i, a in enumerate(args)}
+        bound.update(kwargs)
+    out = {name: _describe(v) for name, v in bound.items()}
+    out["<grad mode>"] = "on" if grad else "off"
+    return out
+
+
+def _describe(x, depth=0):
+    from numgrad.tensor import Tensor
+    if isinstance(x, Tensor):
+        d = x._data
+        return (f"{d.dtype.name}{list(d.shape)}"
+                + (" requires_grad" if x._requires_grad else ""))
+    if isinstance(x, (tuple, list)) and depth < 3:
+        inner = ", ".join(_describe(v, depth + 1) for v in x[:8])
+        return f"{type(x).__name__}({inner}{', ...' if len(x) > 8 else ''})"
+    if isinstance(x, dict) and depth < 3:
+        return "{" + ", ".join(f"{k!r}: {_describe(v, depth + 1)}"
+                               for k, v in list(x.items())[:8]) + "}"
+    text = repr(x)
+    return text if len(text) <= 40 else text[:37] + "..."
