@@ -33,6 +33,8 @@ class PlanCache(OrderedDict):
         self._last = None        # the previous traced call's per-argument summary
         self._blame = {}         # argument name -> retraces its change took part in
         self._warned = False
+        self._shapes = {}        # ranks key -> the first tensor shapes traced with them
+        self._modules = set()    # kernel modules this function's plans have used
 
     def get(self, key, default=None):
         plan = OrderedDict.get(self, key)
@@ -57,6 +59,32 @@ class PlanCache(OrderedDict):
         """Mark ``plan`` (found through ``fast``) as just used."""
         self.move_to_end(plan._lru_key)
 
+    # ----------------------------------------------------- shape-generic plans
+    def wants_generic(self, tree, leaves, grad):
+        """Whether the plan about to be built should read its extents at run time: the
+        function was traced before for other shapes of the same ranks (torch.compile's
+        automatic dynamic shapes). The first shape keeps its static-extent plan."""
+        key, shapes = _ranks_key(tree, leaves, grad)
+        return self._shapes.setdefault(key, shapes) != shapes
+
+    def new_code(self, programs):
+        """1 if building these programs compiled (or loaded) kernels this function had
+        not used before, else 0: a shape-generic plan for one more shape traces again but
+        reuses the generic kernels (same source, same module)."""
+        names = set()
+        for p in programs:
+            mods = getattr(p, "modules", None)
+            if not mods:
+                return 1
+            names.update(mods)
+        # Programs move to their threaded tier's module after they were built: ask them.
+        for plan in self.values():
+            for p in getattr(plan, "programs", ()):
+                self._modules.update(getattr(p, "modules", ()))
+        new = names - self._modules
+        self._modules |= names
+        return 1 if new else 0
+
     # ------------------------------------------------------------ retraces
     def traced(self, owner, args, kwargs, grad, seconds):
         """Account for one new plan built in ``seconds`` for this call."""
@@ -79,10 +107,24 @@ class PlanCache(OrderedDict):
             warnings.warn(
                 f"ng.jit({fname}) has been traced {stats.retraces + 1} times; "
                 f"{_what(name)} changed in {len(seen)} of those retraces "
-                f"(last: {before} -> {after}). Each new signature traces and compiles "
-                "again: keep it fixed, pass it as a tensor, or expect a shape-generic "
-                "plan after the second shape of the same ranks.",
+                f"(last: {before} -> {after}). Each new signature is traced again (and "
+                "compiled, unless a shape-generic plan covers its shapes): keep it "
+                "fixed, or pass a changing number as a tensor.",
                 RuntimeWarning, stacklevel=4)
+
+
+def _ranks_key(tree, leaves, grad):
+    from numgrad.tensor import Tensor
+    key, shapes = [tree, grad], []
+    for x in leaves:
+        if isinstance(x, Tensor):
+            d = x._data
+            key.append(("T", d.ndim, d.dtype.str, x._requires_grad, str(x.device)))
+            shapes.append(d.shape)
+        else:
+            text = repr(x)  # only decides whether to go generic, never what runs
+            key.append(("C", type(x).__name__, text[:200]))
+    return tuple(key), tuple(shapes)
 
 
 def _what(name):

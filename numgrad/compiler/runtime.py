@@ -125,9 +125,10 @@ class CompiledFunction:
                 if plan is None or not plan.guard_ok():
                     # New signature, or something the trace read has changed: trace again.
                     t0 = time.perf_counter()
+                    generic = self._plans.wants_generic(tree, leaves, grad)
                     try:
                         with progress.compiling(getattr(self.fn, "__name__", "fn")):
-                            plan = Plan(self, args, kwargs, tree, leaves, grad)
+                            plan = Plan(self, args, kwargs, tree, leaves, grad, generic)
                     except Exception as exc:
                         # A mistake in the user's function: show their frames, not ours.
                         short = tracebacks.filtered(exc)
@@ -184,10 +185,13 @@ class CompiledFunction:
 class Plan:
     """Everything compiled for one signature: forward (+ backward) programs and metadata."""
 
-    def __init__(self, owner, args, kwargs, tree, leaves, grad):
+    def __init__(self, owner, args, kwargs, tree, leaves, grad, generic=False):
         t0 = time.perf_counter()
         self.owner = owner
-        self.tree, self.leaves_template = tree, leaves
+        # Non-tensor leaves only: holding the first call's tensors would keep them alive
+        # as long as the plan (the double backward puts the call's tensors in their place).
+        self.tree = tree
+        self.leaves_template = [None if isinstance(x, Tensor) else x for x in leaves]
         self.tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
         verbose = owner.verbose
         name = getattr(owner.fn, "__name__", "fn")
@@ -205,7 +209,7 @@ class Plan:
         self.n_out = len(tr.outputs)
         self.grad = any(v is not None for v in tr.grads)
         backend = get_backend(owner.backend)
-        opts = dict(owner.options, name=name)
+        opts = dict(owner.options, name=name, generic=generic)  # generic: runtime extents
         wb_vars = [v for _, v in tr.writebacks]
         if self.grad:
             fwd, bwd, n_saved = autodiff.partition(tr, remat=owner.remat)
@@ -241,7 +245,7 @@ class Plan:
         if not self.grad:
             self.saves = False
         stats = owner.stats
-        stats.compiles += 1
+        stats.compiles += owner._plans.new_code(programs)
         stats.kernels = sum(p.kernels for p in programs)
         stats.disk_hits += sum(1 for p in programs if getattr(p, "disk_hit", False))
         self.programs = programs

@@ -274,15 +274,64 @@ def _weight(e):
     return 8 if lowering and lowering.startswith(_HEAVY) else 1
 
 
-def _broadcast_offset(shape, rank, idx):
+def _broadcast_offset(shape, rank, idx, ext=None):
     """Flat index into a C-contiguous array of ``shape`` read at loop indices ``idx`` (one
     per dim of a rank-``rank`` loop nest), broadcasting size-1 and missing leading dims."""
+    ext = ext or _STATIC
     shp = (1,) * (rank - len(cshape(shape))) + cshape(shape)
     terms = []
-    for d, (s, st) in enumerate(zip(shp, _strides(shp))):
+    for d, s in enumerate(shp):
         if s != 1:
-            terms.append(idx[d] if st == 1 else f"{idx[d]} * {st}")
+            st = ext.size(shp[d + 1:])
+            terms.append(idx[d] if st == "1" else f"{idx[d]} * {st}")
     return " + ".join(terms) if terms else "0"
+
+
+class Extents:
+    """Extents as the kernel source spells them. Static plans: literals, so LLVM sees
+    fixed trip counts. Shape-generic plans (``options["generic"]``): every extent other
+    than 1 that a stage input has is a name bound from that input's shape at run time
+    (``e_a = v_x.shape[0]``), so the source, and the compiled module, is the same for
+    every shape with the same ranks, broadcast pattern and equalities between extents.
+    An extent no input has (a reshape's product, say) stays a literal: the source then
+    differs per shape, which costs a compile, never a wrong result."""
+
+    def __init__(self, generic=False):
+        self.generic = generic
+        self.names = {}
+        self.lines = []
+
+    def bind(self, inputs, name):
+        if not self.generic:
+            return
+        for v in inputs:
+            for d, s in enumerate(cshape(v.shape)):
+                if s != 1 and s not in self.names:
+                    k, letters = len(self.names), ""
+                    while True:
+                        letters = chr(97 + k % 26) + letters
+                        k = k // 26 - 1
+                        if k < 0:
+                            break
+                    self.names[s] = f"e_{letters}"
+                    self.lines.append(f"e_{letters} = {name(v)}.shape[{d}]")
+
+    def dim(self, s):
+        return self.names.get(s, str(s))
+
+    def size(self, shape):
+        lit = math.prod(s for s in shape if s not in self.names)
+        names = [self.names[s] for s in shape if s in self.names]
+        if lit != 1 or not names:
+            names.append(str(lit))
+        return " * ".join(names)
+
+    def shape(self, shape):
+        dims = [self.dim(s) for s in cshape(shape)]
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+_STATIC = Extents()
 
 
 def _strides(shape):
@@ -294,8 +343,10 @@ def _strides(shape):
 
 
 class StageEmitter:
-    def __init__(self, stage, graph, parallel, min_work=PARALLEL_MIN_WORK):
+    def __init__(self, stage, graph, parallel, min_work=PARALLEL_MIN_WORK, generic=False):
         self.stage = stage
+        self.ext = Extents(generic)
+        self.loops = 0
         self.graph = graph
         self.parallel = parallel
         self.min_work = min_work
@@ -316,10 +367,11 @@ class StageEmitter:
 
     def new_array(self, v, fill=None):
         """Allocate ``v`` (filled with the literal ``fill``, if given) and its flat view."""
-        make = (f"alloc({cshape(v.shape)}, np.{v.dtype.name})" if fill is None
-                else f"full({cshape(v.shape)}, {fill})")
+        shape = self.ext.shape(v.shape)
+        make = (f"alloc({shape}, np.{v.dtype.name})" if fill is None
+                else f"full({shape}, {fill})")
         self.emit(f"{self.name(v)} = {make}")
-        self.emit(f"{self.flat(v)} = view({self.name(v)}, {_size(v.shape)})")
+        self.emit(f"{self.flat(v)} = view({self.name(v)}, {self.ext.size(cshape(v.shape))})")
 
     def const_literal(self, v):
         a = self.graph.consts[v]
@@ -329,8 +381,11 @@ class StageEmitter:
         st = self.stage
         args = ", ".join(self.name(v) for v in st.inputs)
         self.lines = []
+        self.ext.bind(st.inputs, self.name)
+        for line in self.ext.lines:
+            self.emit(line)
         for v in st.inputs:
-            self.emit(f"{self.flat(v)} = view({self.name(v)}, {_size(v.shape)})")
+            self.emit(f"{self.flat(v)} = view({self.name(v)}, {self.ext.size(cshape(v.shape))})")
         order = group_stage(st)
         users = {}
         for e in st.eqns:
@@ -361,7 +416,11 @@ class StageEmitter:
                 else f"full(1, {self.const_literal(v)})" for v in st.outputs]
         ret = "(" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")"
         self.emit(f"return {ret}")
-        eqn_lines = "\n".join(f"#   {e.format(self.graph.consts)}" for e in st.eqns)
+        if self.ext.generic:  # no extents in comments: the source must not depend on them
+            eqn_lines = "\n".join(f"#   {e.out.name} = {e.name} " + " ".join(
+                v.name for v in e.inputs) for e in st.eqns)
+        else:
+            eqn_lines = "\n".join(f"#   {e.format(self.graph.consts)}" for e in st.eqns)
         sig = "(" + ", ".join(_nb_array_type(v) for v in st.inputs) + (
             "," if len(st.inputs) == 1 else "") + ")"
         head = (f"# stage {st.index}: fuses\n{eqn_lines}\n"
@@ -378,7 +437,7 @@ class StageEmitter:
             self.new_array(src, fill=self.const_literal(src))
             self.materialized.add(src)
         self.emit(f"{self.flat(out)} = {self.flat(src)}")
-        self.emit(f"{self.name(out)} = view({self.flat(out)}, {cshape(out.shape)})")
+        self.emit(f"{self.name(out)} = view({self.flat(out)}, {self.ext.shape(out.shape)})")
         self.materialized.add(out)
 
     # --------------------------------------------------------------- groups
@@ -405,8 +464,12 @@ class StageEmitter:
         full_reds = [e for e in reds if _size(e.out.shape) == 1]
         part_reds = [e for e in reds if _size(e.out.shape) != 1]
         only_sums = all(e.prim.name in ("sum", "mean") for e in reds)
-        work = N * sum(_weight(e) for e in members)
-        par = (self.parallel and work >= self.min_work and only_sums and
+        weight = sum(_weight(e) for e in members)
+        work = N * weight
+        # A generic plan decides at run time when the loop's size does (both loops are
+        # emitted, see below).
+        runtime_size = self.ext.generic and any(s in self.ext.names for s in S)
+        par = (self.parallel and (work >= self.min_work or runtime_size) and only_sums and
                (flat or not reds or all(0 not in (e.params.get("dim") or (0,))
                                          for e in part_reds) and not full_reds))
         # Allocations for materialized outputs and partial-reduction accumulators.
@@ -430,7 +493,11 @@ class StageEmitter:
                     hoisted[v] = f"s_{v.name}"
                     self.emit(f"s_{v.name} = {self.flat(v)}[0]")
         self.uses_prange |= par
-        outer = S[0] if not flat else N
+        ext = self.ext
+        if ext.generic:
+            outer = ext.dim(S[0]) if not flat else ext.size(S)
+        else:
+            outer = S[0] if not flat else N
         # A parallel loop with a full reduction runs in fixed chunks of the outer index,
         # each reducing into its own slot, summed in order afterwards. The chunking does
         # not depend on the thread count, and with parallel=False (the serial tier, see
@@ -440,9 +507,16 @@ class StageEmitter:
         # bodies are chunked anyway, to go into a chunk function (PARALLEL_INLINE_MAX_BODY).
         chunk = par and bool(full_reds or len(members) > PARALLEL_INLINE_MAX_BODY)
         acc_name = (lambda e: f"a_{e.out.name}") if chunk else (lambda e: f"acc_{e.out.name}")
+        loop_start = len(self.lines)
         if chunk:
-            size = -(-outer // min(outer, PARALLEL_CHUNKS))
-            chunks = -(-outer // size)
+            if ext.generic:  # the static formula below, evaluated in the kernel
+                k = self.loops
+                self.emit(f"csize{k} = max(1, -(-({outer}) // {PARALLEL_CHUNKS}))")
+                self.emit(f"nchunks{k} = -(-({outer}) // csize{k})")
+                size, chunks = f"csize{k}", f"nchunks{k}"
+            else:
+                size = -(-outer // min(outer, PARALLEL_CHUNKS))
+                chunks = -(-outer // size)
             for e in full_reds:
                 self.emit(f"parts_{e.out.name} = alloc({chunks}, np.{e.out.dtype.name})")
             outer_lines, self.lines = self.lines, []
@@ -460,12 +534,13 @@ class StageEmitter:
                     self.emit(f"for j in {first}:", depth)
                     self.emit("i0 = lo + j", depth + 1)
                 else:
-                    self.emit(f"for i{d} in {first if d == 0 else f'range({s})'}:", depth)
+                    self.emit(f"for i{d} in {first if d == 0 else f'range({ext.dim(s)})'}:",
+                              depth)
                 depth += 1
             idx = [f"i{d}" for d in range(len(S))]
 
         def offset(shape):
-            return "i" if flat else _broadcast_offset(shape, len(S), idx)
+            return "i" if flat else _broadcast_offset(shape, len(S), idx, ext)
 
         def read(v):
             if v in local:
@@ -482,7 +557,7 @@ class StageEmitter:
                     target = acc_name(e)
                 else:
                     keep = self._keep_shape(e)
-                    target = f"{self.flat(e.out)}[{_broadcast_offset(keep, len(S), idx)}]"
+                    target = f"{self.flat(e.out)}[{_broadcast_offset(keep, len(S), idx, ext)}]"
                 val = read(e.inputs[0])
                 if e.prim.name in ("sum", "mean"):
                     self.emit(f"{target} += {val}", depth)
@@ -499,19 +574,37 @@ class StageEmitter:
         if chunk:
             self._emit_chunks(outer_lines, chunks, size, outer, full_reds, acc_name,
                               len(members))
+        if par and runtime_size:
+            # The same loop twice: threaded above the work threshold, serial below it
+            # (a prange loop on few elements costs more than it saves). Both run the same
+            # chunks in the same order, so the bits do not depend on the branch.
+            block = self.lines[loop_start:]
+            self.lines[loop_start:] = (
+                [f"    if ({ext.size(S)}) * {weight} >= {self.min_work}:"]
+                + ["    " + line for line in block] + ["    else:"]
+                + ["    " + line.replace("prange(", "range(") for line in block])
+        self.loops += 1
         # Finish reductions.
         for e in full_reds:
             acc = f"acc_{e.out.name}"
             if e.prim.name == "mean":
-                acc = f"{acc} / {_literal(N, e.out.dtype)}"
+                acc = (f"{acc} / np.{e.out.dtype.name}({ext.size(S)})" if ext.generic
+                       else f"{acc} / {_literal(N, e.out.dtype)}")
             # In its own shape: a keepdim sum of a (1, 1) value is (1, 1), not (1,).
             self.new_array(e.out)
             self.emit(f"{self.flat(e.out)}[0] = {acc}")
         for e in part_reds:
             if e.prim.name == "mean":
-                # NOTE: an empty output has nothing to divide (and would divide by zero here).
-                cnt = _size(e.inputs[0].shape) // max(_size(e.out.shape), 1)
-                self.emit(f"{self.flat(e.out)} /= {_literal(cnt, e.out.dtype)}")
+                if ext.generic:
+                    keep = cshape(self._keep_shape(e))
+                    full = cshape(e.inputs[0].shape)
+                    cnt = ext.size([s for s, k in zip(full, keep) if k == 1])
+                    self.emit(f"{self.flat(e.out)} /= np.{e.out.dtype.name}({cnt})")
+                else:
+                    # NOTE: an empty output has nothing to divide (and would divide by zero
+                    # here).
+                    cnt = _size(e.inputs[0].shape) // max(_size(e.out.shape), 1)
+                    self.emit(f"{self.flat(e.out)} /= {_literal(cnt, e.out.dtype)}")
         for v in produced:
             self.materialized.add(v)
 
@@ -525,7 +618,7 @@ class StageEmitter:
         if n_members > PARALLEL_INLINE_MAX_BODY:
             # The body becomes its own serial function over one chunk; the prange loop
             # only calls it (see PARALLEL_INLINE_MAX_BODY).
-            params = sorted(set(re.findall(r"\b[fs]_[a-z]+\b", "\n".join(body))))
+            params = sorted(set(re.findall(r"\b[efs]_[a-z]+\b", "\n".join(body))))
             name = f"KERNEL_NAME_g{len(self.helpers)}"
             args = "".join(", " + p for p in params)
             rets = "".join(acc(e) + ", " for e in full_reds)
@@ -673,7 +766,8 @@ def compile(graph, options=None):
     verbose = options.get("verbose", False)
     use_disk = options.get("cache", True)  # ng.jit(cache=False): nothing read or written
     for st in kernels:
-        em = StageEmitter(st, graph, parallel in ("auto", True), min_work)
+        em = StageEmitter(st, graph, parallel in ("auto", True), min_work,
+                          generic=options.get("generic", False))
         st.name = None
         src = em.source("KERNEL_NAME")
         # Numba's cache ignores parallel=: give the parallel variant its own name.
@@ -732,8 +826,10 @@ def compile(graph, options=None):
         st.fn = getattr(module, st.name)
     if not kernels:
         disk_hit = False
-    return Program(graph, steps, module, chunk_source + source, disk_hit,
+    prog = Program(graph, steps, module, chunk_source + source, disk_hit,
                    upgrade=(source, verbose, use_disk) if tiered else None)
+    prog.modules = (module.__name__,) + ((chunk_module.__name__,) if chunk_fns else ())
+    return prog
 
 
 def _fallback(graph, options, base, source, exc):

@@ -44,6 +44,7 @@ class Program:
         # (source, verbose, use_disk) of the prange tier, compiled at the second call (codegen.cpu).
         self._upgrade = upgrade
         self._calls = 0
+        self.modules = ()  # names of the kernel modules it runs (set by codegen.cpu)
         self._bind()
 
     def _bind(self):
@@ -98,6 +99,7 @@ class Program:
                 if kind == "kernel":
                     st.fn = getattr(module, st.name)
             self.module = module
+            self.modules = (module.__name__,) + tuple(self.modules[1:])
             self._bind()
             self._upgrade = None
 
