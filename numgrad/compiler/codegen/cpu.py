@@ -577,7 +577,9 @@ class StageEmitter:
         if par and runtime_size:
             # The same loop twice: threaded above the work threshold, serial below it
             # (a prange loop on few elements costs more than it saves). Both run the same
-            # chunks in the same order, so the bits do not depend on the branch.
+            # chunks in the same order, so the bits do not depend on the branch (they may
+            # differ from a static plan's in the last place: with a literal chunk count
+            # LLVM sums the partial sums in another order).
             block = self.lines[loop_start:]
             self.lines[loop_start:] = (
                 [f"    if ({ext.size(S)}) * {weight} >= {self.min_work}:"]
