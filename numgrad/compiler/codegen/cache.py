@@ -211,10 +211,18 @@ def load_module(source: str, verbose=False, use_disk=True):
                 _warn_once(f"numgrad's kernel cache {dc.path} is not writable: kernels it "
                            "does not hold are compiled in memory in this process")
                 return _in_memory(name, source, verbose), False
-            return _load_from_disk(dc, name, source, verbose, store=False)
+            try:
+                return _load_from_disk(dc, name, source, verbose, store=False)
+            except Exception:  # nothing to repair in a read-only cache: compile in memory
+                sys.modules.pop(name, None)
+                return _in_memory(name, source, verbose), False
         for attempt in range(2):
             try:
                 return _load_from_disk(dc, name, source, verbose, store=True)
+            except _Unwritable as exc:
+                _warn_once(f"numgrad could not write its kernel cache {dc.path} "
+                           f"({exc.__cause__}): compiling kernels in memory in this process")
+                return _in_memory(name, source, verbose), False
             except Exception as exc:  # corrupt entry: wipe it and its Numba files, rebuild
                 sys.modules.pop(name, None)
                 if attempt == 1:
@@ -257,7 +265,10 @@ def _load_from_disk(dc, name, source, verbose, store):
         if os.path.lexists(path):
             _refused(f"{path} does not hold the source numgrad generated for it; rewritten")
         _remove_entry(dc, name)
-        _write_atomic(path, source.encode("utf-8"))
+        try:
+            _write_atomic(path, source.encode("utf-8"))
+        except OSError as exc:  # full, or made read-only since the start
+            raise _Unwritable() from exc
         fresh = True
     else:
         _read_manifest(dc, name)
@@ -276,6 +287,10 @@ def _load_from_disk(dc, name, source, verbose, store):
         else:
             evict(dc, keep={n for n in sys.modules if n.startswith(PREFIX)})
     return mod, _disk_hits(mod) > 0
+
+
+class _Unwritable(Exception):
+    pass
 
 
 def is_built(source: str) -> bool:
