@@ -104,3 +104,30 @@ def test_generic_parallel_loop_runs_threaded_and_serial():
     assert "prange(nchunks" in src and "else:" in src
     assert generic.source(small, y_small) == src
     assert generic.stats.compiles == 2  # 4000 (static), then one generic for 5000 and 300
+
+
+@pytest.mark.parametrize("seed", [3001])
+def test_random_programs_through_generic_plans_match_eager(seed):
+    """The compiler fuzzer's broadcast/reduction programs, at three shapes of rank 2:
+    the second and third run through the generic plan."""
+    import warnings
+    from test_jit_random_programs import make_program
+    program = make_program(seed)
+    f = ng.jit(program)
+    rng = np.random.default_rng(seed)
+    for shape in ((5, 7), (3, 4), (6, 2)):
+        xs, ys = rng.standard_normal(shape), rng.standard_normal(shape)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            eager = [ng.tensor(xs, requires_grad=True), ng.tensor(ys, requires_grad=True)]
+            want = program(*eager)
+            want.backward()
+            jit_in = [ng.tensor(xs, requires_grad=True), ng.tensor(ys, requires_grad=True)]
+            got = f(*jit_in)
+            got.backward()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-9, atol=1e-12)
+        for a, b in zip(jit_in, eager):
+            if b.grad is not None:
+                np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-7,
+                                           atol=1e-10)
+    assert "e_a = v_" in f.source(*jit_in)
