@@ -112,7 +112,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_vc", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_hooks",
-                 "_retains_grad", "_base", "_accumulator", "_view_index", "__weakref__")
+                 "_retains_grad", "_base", "_accumulator", "_view_chain", "_views", "__weakref__")
 
     # Make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__).
     __array_priority__ = 1000
@@ -120,7 +120,7 @@ class Tensor:
     def __init__(self, data, dtype=None, requires_grad=False):
         from numgrad.creation import _to_array  # creation builds on Tensor
         fresh = Tensor._make(_to_array(data, dtype))  # one place sets up the slots
-        for name in Tensor.__slots__[:-1]:
+        for name in Tensor.__slots__[:-2]:  # not _views (set when a traced view is made)
             setattr(self, name, getattr(fresh, name))
         if requires_grad:
             self._set_requires_grad(True)
@@ -139,7 +139,7 @@ class Tensor:
         t._retains_grad = False
         t._base = None
         t._accumulator = None
-        t._view_index = None
+        t._view_chain = None  # for views: how they were made from _base (ops.views)
         return t
 
     # ----------------------------------------------------------------- metadata

@@ -21,6 +21,7 @@ from numgrad.autograd import anomaly as _anomaly
 from numgrad.autograd.graph import Node, SavedParam, SavedTensor, edge_of, _sequence
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
+from numgrad.ops import views as _views
 
 # The module, not ng.tensor (the factory that shadows it on the package).
 _tensor_module = sys.modules["numgrad.tensor"]
@@ -144,8 +145,13 @@ def apply(prim, *args, **params):
         datas = [t._data for t in tensors]
         out_data = evaluate(prim, datas, params)
     vc = None
-    if prim.view and out_data is not datas[0] and _shares(out_data, datas[0]):
-        vc = tensors[0]._vc
+    if prim.view:
+        d0 = datas[0]
+        if type(out_data) is _ndarray:
+            if out_data is not d0 and _shares(out_data, d0):
+                vc = tensors[0]._vc
+        elif _views.traced_is_view(tensors[0], prim, params):
+            vc = tensors[0]._vc  # traced: a view where eager's NumPy would return one
     out = None
     if prim.vjps is not None and is_grad_enabled():
         needed = _needed_inputs(prim, tensors)
@@ -159,8 +165,7 @@ def apply(prim, *args, **params):
     if out is None:
         out = _make(out_data, None, vc)
     if vc is not None:
-        base = tensors[0]
-        out._base = base._base if base._base is not None else base
+        _views.record(out, tensors[0], prim, params)
     return out
 
 

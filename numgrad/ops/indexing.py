@@ -122,10 +122,7 @@ def getitem(x, index):
     """``x[index]`` with NumPy semantics (PyTorch's for the cases both define)."""
     index = normalize_index(index)
     _check_bounds(x.shape, index)
-    out = getitem_p(x, index=index)
-    if out._base is x:
-        out._view_index = index  # lets an in-place op on the view rewrite x's history
-    return out
+    return getitem_p(x, index=index)
 
 
 def _check_bounds(shape, index):

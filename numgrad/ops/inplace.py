@@ -14,6 +14,7 @@ import numpy as np
 
 from numgrad import dtypes as _dt
 from numgrad.grad_mode import is_grad_enabled
+from numgrad.ops import views as _views
 from numgrad.ops.registry import defop
 from numgrad.tensor import Tensor
 
@@ -41,19 +42,29 @@ def apply_inplace(self, fn, *args, **kwargs):
     if recording and self.grad_fn is None and self._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    if recording and self._base is not None and (
-            self._base._requires_grad or self._requires_grad or others):
-        return _inplace_on_view(self, fn, args, kwargs)
+    traced = type(self._data) is not np.ndarray
+    if self._base is not None and (traced or recording and (
+            self._base._requires_grad or self._requires_grad or others)):
+        return _inplace_on_view(self, fn, args, kwargs, recording)
     src = self
-    if type(self._data) is not np.ndarray:
+    if traced:
         return _functional_inplace(self, fn, args, kwargs)
     if recording and (self._requires_grad or others):
         # The op's backward may need self's old value, which the write destroys: keep a
         # copy at self's place in the graph (PyTorch saves `original_self` the same way).
-        src = Tensor._make(self._data.copy(), self.grad_fn, None, self._output_nr)
-        src._requires_grad = self._requires_grad
-        src._accumulator = self._accumulator
+        src = _snapshot(self)
     out = fn(src, *args, **kwargs)
+    _check_result(self, out)
+    try:
+        self._data[...] = out._data
+    except ValueError:
+        raise _views._overlap_error() from None
+    self._vc.value += 1
+    _take_history(self, out)
+    return self
+
+
+def _check_result(self, out):
     if out.shape != self.shape:
         raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
                            f"shape {list(out.shape)}")
@@ -61,13 +72,9 @@ def apply_inplace(self, fn, *args, **kwargs):
             _category(out.dtype) > _category(self.dtype):
         raise RuntimeError(f"result type {_TYPE[out.dtype.name]} can't be cast to the desired "
                            f"output type {_TYPE[self.dtype.name]}")
-    try:
-        self._data[...] = out._data
-    except ValueError:
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
-                           "refers to a single memory location. Please clone() the tensor before "
-                           "performing the operation.") from None
-    self._vc.value += 1
+
+
+def _take_history(self, out):
     if out.grad_fn is not None:
         self.grad_fn = out.grad_fn
         self._output_nr = out._output_nr
@@ -75,66 +82,75 @@ def apply_inplace(self, fn, *args, **kwargs):
         rebase = getattr(out.grad_fn, "_rebase_output", None)
         if rebase is not None:
             rebase(self)
-    return self
 
 
 def _snapshot(t):
-    """A copy of ``t``'s value at ``t``'s place in the graph (PyTorch's ``original_self``)."""
-    s = Tensor._make(t._data.copy(), t.grad_fn, None, t._output_nr)
+    """``t``'s value at ``t``'s place in the graph, with a version counter of its own
+    (PyTorch's ``original_self``): a copy eagerly; a traced value never changes."""
+    data = t._data
+    s = Tensor._make(data.copy() if type(data) is np.ndarray else data, t.grad_fn, None,
+                     t._output_nr)
     s._requires_grad = t._requires_grad
     s._accumulator = t._accumulator
     return s
 
 
-def _inplace_on_view(view, fn, args, kwargs):
-    # The base's history is rewritten as "base with the view's region replaced"
-    # (PyTorch's CopySlices), and the view becomes a slice of that new base.
-    from numgrad.ops.indexing import getitem_p, index_put_p
+def _inplace_on_view(view, fn, args, kwargs, recording):
+    # The root's history is rewritten as "root with the view's region replaced"
+    # (PyTorch's CopySlices; ops.views), and the view becomes that view of the new root.
     base = view._base
-    if base.grad_fn is None and base._requires_grad:
+    if recording and base.grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
-    if view._view_index is None:
+    chain = view._view_chain
+    if chain is None:
         raise NotImplementedError(
-            "in-place ops on this kind of view (reshape/permute/expand, or a view of a view) of a "
-            "tensor that takes part in autograd are not supported; apply the op to the base "
-            "tensor, or to a .clone() of the view")
+            "in-place ops on this kind of view of a tensor that takes part in autograd are not "
+            "supported; apply the op to the base tensor, or to a .clone() of the view")
     out = fn(_snapshot(view), *args, **kwargs)
-    if out.shape != view.shape:
-        raise RuntimeError(f"output with shape {list(view.shape)} doesn't match the broadcast "
-                           f"shape {list(out.shape)}")
-    new_base = index_put_p(_snapshot(base), out.to(view.dtype), index=view._view_index)
-    view._data[...] = out._data
+    _check_result(view, out)
+    if out.dtype is not view.dtype:
+        out = out.to(view.dtype)
+    traced = type(view._data) is not np.ndarray
+    new_base = _views.write_back(_snapshot(base), chain, out)
+    if not traced:
+        try:
+            view._data[...] = out._data
+        except ValueError:
+            raise _views._overlap_error() from None
+    else:
+        base._data = new_base._data
     view._vc.value += 1
-    base.grad_fn, base._output_nr, base._requires_grad = new_base.grad_fn, 0, True
-    alias = Tensor._make(base._data, base.grad_fn, base._vc)
-    new_view = getitem_p(alias, index=view._view_index)
-    view.grad_fn, view._output_nr, view._requires_grad = new_view.grad_fn, 0, True
+    if new_base.grad_fn is not None:
+        base.grad_fn, base._output_nr, base._requires_grad = \
+            new_base.grad_fn, new_base._output_nr, True
+    if base.grad_fn is not None or traced:
+        alias = Tensor._make(base._data, base.grad_fn, base._vc, base._output_nr)
+        alias._requires_grad = base._requires_grad
+        alias._accumulator = base._accumulator
+        new_view = _views.replay(alias, chain)
+        if traced:
+            view._data = new_view._data
+        if new_view.grad_fn is not None:
+            view.grad_fn, view._output_nr, view._requires_grad = \
+                new_view.grad_fn, new_view._output_nr, True
+    if traced:
+        _views.refresh_views(base, skip=view)
     return view
 
 
 def _functional_inplace(self, fn, args, kwargs):
     # Traced (or device) payloads are functionalised: the tensor is rebound to the new
-    # value instead of written to; the compiler writes inputs back after the call.
-    # The op sees an alias with its own version counter (the payload itself is never
-    # written), so a backward that saved the old value (`z **= w`) is not refused.
-    src = self
-    if self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args):
-        src = Tensor._make(self._data, self.grad_fn, None, self._output_nr)
-        src._requires_grad = self._requires_grad
-        src._accumulator = self._accumulator
-    out = fn(src, *args, **kwargs)
-    if out.shape != self.shape:
-        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
-                           f"shape {list(out.shape)}")
+    # value instead of written to; the compiler writes inputs back after the call. The op
+    # reads a snapshot, so what its backward saves is not the tensor the write bumps.
+    out = fn(_snapshot(self), *args, **kwargs)
+    _check_result(self, out)
     if out.dtype is not self.dtype:
         out = out.to(self.dtype)
     self._data = out._data
     self._vc.value += 1
-    if out.grad_fn is not None:
-        self.grad_fn = out.grad_fn
-        self._output_nr = out._output_nr
-        self._requires_grad = True
+    _take_history(self, out)
+    _views.refresh_views(self)
     return self
 
 

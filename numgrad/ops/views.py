@@ -1,0 +1,170 @@
+"""ops.views: how a view was made from its base, so in-place ops on it reach the base.
+
+Room: ops. A view records its *chain*: the view primitives (getitem, reshape,
+permute, expand) with their params, applied in order to its root base (the
+tensor that owns the storage). An in-place op on a view then rewrites the
+root's history functionally, as PyTorch's CopySlices and functionalisation do:
+
+    new_root = put_1(root, put_2(I_1, ... put_k(I_{k-1}, new_view)))
+
+where ``I_j`` is the root seen through the first ``j`` steps and ``put`` is the
+inverse of a step (``index_put`` for a slice, the inverse permutation, a reshape
+back). The result is ordinary ops, so the gradient is right by construction,
+and the traced payloads of ``@ng.jit`` (which share no storage) get their new
+values the same way: the root, and every live view of it, are rebound.
+
+Traced payloads carry no strides; whether a reshape is a view is decided as
+NumPy would decide it for a C-contiguous root (inputs of a plan are made
+contiguous), by replaying the chain on a zero-byte strided stand-in.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from numgrad.tensor import Tensor
+
+
+def is_traced(t):
+    return type(t._data) is not np.ndarray
+
+
+def root_and_chain(t):
+    """``(root, chain)`` of ``t``: ``(t, ())`` for a tensor that is no view."""
+    if t._base is None:
+        return t, ()
+    return t._base, t._view_chain
+
+
+def record(out, base, prim, params):
+    """Make ``out`` (the result of view primitive ``prim`` on ``base``) a view of base's root."""
+    root, chain = root_and_chain(base)
+    out._base = root
+    out._view_chain = None if chain is None else chain + ((prim, params),)
+    if is_traced(out):
+        views = root._views if _has_views(root) else None
+        if views is None:
+            views = root._views = []
+        views.append(weakref.ref(out))
+
+
+def _has_views(t):
+    try:
+        return t._views is not None
+    except AttributeError:
+        return False
+
+
+def _stand_in(shape, dtype):
+    """A C-contiguous array of ``shape`` over one element: only its strides are real."""
+    dtype = np.dtype(dtype)
+    strides, step = [], dtype.itemsize
+    for s in reversed(shape):
+        strides.append(step)
+        step *= max(int(s), 1)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), tuple(shape),
+                                           tuple(reversed(strides)), writeable=False)
+
+
+def _step_view(a, prim, params):
+    """``prim`` applied to the stand-in ``a`` without reading it; None if NumPy would copy."""
+    name = prim.name
+    if name == "reshape":
+        try:
+            return np.reshape(a, params["shape"], copy=False)
+        except ValueError:
+            return None
+    if name == "getitem":
+        from numgrad.ops.indexing import is_advanced
+        if is_advanced(params["index"]):
+            return None
+    return prim.impl(a, **params)
+
+
+def traced_is_view(base, prim, params):
+    """Would eager mode's NumPy return a view here? (for payloads without strides)"""
+    root, chain = root_and_chain(base)
+    if chain is None:
+        return False
+    a = _stand_in(root._data.shape, root._data.dtype)
+    for p, pa in chain + ((prim, params),):
+        a = _step_view(a, p, pa)
+        if a is None:
+            return False
+    return True
+
+
+def replay(t, chain):
+    """``t`` seen through ``chain`` (recording autograd as usual)."""
+    for prim, params in chain:
+        t = prim(t, **params)
+    return t
+
+
+def _overlap_error():
+    return RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                        "refers to a single memory location. Please clone() the tensor before "
+                        "performing the operation.")
+
+
+def _put(inter, new, prim, params):
+    """The value ``inter`` takes when ``prim(inter)`` (a view of it) becomes ``new``."""
+    name = prim.name
+    if name == "getitem":
+        from numgrad.ops.indexing import index_put_p
+        return index_put_p(inter, new, index=params["index"])
+    if name == "permute":
+        inv = tuple(np.argsort(params["dims"]).tolist())
+        return prim(new, dims=inv, op="permute")
+    if name == "reshape":
+        return prim(new, shape=inter.shape, op="view")
+    if name == "expand":
+        shape, src = params["shape"], inter.shape
+        lead = len(shape) - len(src)
+        if any(s != 1 for s in shape[:lead]) or any(
+                a != b for a, b in zip(src, shape[lead:])):
+            raise _overlap_error()
+        from numgrad.ops.layout import reshape_p
+        return reshape_p(new, shape=src, op="view")
+    raise NotImplementedError(f"in-place write-back through a {name} view")
+
+
+def write_back(root, chain, new):
+    """The root's new value when the view ``replay(root, chain)`` becomes ``new``."""
+    inters = [root]
+    for prim, params in chain[:-1]:
+        inters.append(prim(inters[-1], **params))
+    for (prim, params), inter in zip(reversed(chain), reversed(inters)):
+        new = _put(inter, new, prim, params)
+    return new
+
+
+def live_views(root):
+    """The traced views of ``root`` still alive (dead references are dropped)."""
+    if not _has_views(root):
+        return []
+    out, keep = [], []
+    for ref in root._views:
+        v = ref()
+        if v is not None and v._base is root:
+            out.append(v)
+            keep.append(ref)
+    root._views = keep
+    return out
+
+
+def refresh_views(root, skip=None):
+    """After ``root`` got a new traced value, give each live view of it the value it now
+    shows (eager views share storage, so they see the write). Their autograd history
+    is left as it was, as in eager mode."""
+    from numgrad.grad_mode import no_grad
+    views = live_views(root)
+    if not views:
+        return
+    alias = Tensor._make(root._data)
+    with no_grad():
+        for v in views:
+            if v is skip or v._view_chain is None:
+                continue
+            v._data = replay(alias, v._view_chain)._data
