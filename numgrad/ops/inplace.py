@@ -61,6 +61,8 @@ def apply_inplace(self, fn, *args, **kwargs):
         raise _views._overlap_error() from None
     self._vc.value += 1
     _take_history(self, out)
+    if recording and self._base is None and _views._has_views(self):
+        _views.refresh_views(self)
     return self
 
 
@@ -134,8 +136,7 @@ def _inplace_on_view(view, fn, args, kwargs, recording):
         if new_view.grad_fn is not None:
             view.grad_fn, view._output_nr, view._requires_grad = \
                 new_view.grad_fn, new_view._output_nr, True
-    if traced:
-        _views.refresh_views(base, skip=view)
+    _views.refresh_views(base, skip=view)
     return view
 
 

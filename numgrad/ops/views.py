@@ -42,11 +42,15 @@ def record(out, base, prim, params):
     root, chain = root_and_chain(base)
     out._base = root
     out._view_chain = None if chain is None else chain + ((prim, params),)
-    if is_traced(out):
+    if is_traced(out) or root._requires_grad:
+        # Kept (weakly) so that an in-place op on any member of the family can update the
+        # others: traced values are rebound, and histories regenerated as PyTorch does.
         views = root._views if _has_views(root) else None
         if views is None:
             views = root._views = []
         views.append(weakref.ref(out))
+        if len(views) >= 64 and not len(views) & (len(views) - 1):
+            live_views(root)  # drop dead references now and then (a view per loop step)
 
 
 def _has_views(t):
@@ -155,16 +159,30 @@ def live_views(root):
 
 
 def refresh_views(root, skip=None):
-    """After ``root`` got a new traced value, give each live view of it the value it now
-    shows (eager views share storage, so they see the write). Their autograd history
-    is left as it was, as in eager mode."""
-    from numgrad.grad_mode import no_grad
+    """After an in-place op on ``root`` or one of its views, every other live view shows
+    the new value and, as in PyTorch (which regenerates a view's grad_fn when its version
+    moved on), takes its history from the root's new one. Eager views share storage, so
+    only their history changes; traced views are rebound to their new values too."""
     views = live_views(root)
     if not views:
         return
-    alias = Tensor._make(root._data)
-    with no_grad():
+    from numgrad.grad_mode import no_grad, set_grad_enabled
+    traced = is_traced(root)
+    history = root.grad_fn is not None
+    if not traced and not history:
+        return
+    alias = Tensor._make(root._data, root.grad_fn, root._vc, root._output_nr)
+    alias._requires_grad = root._requires_grad
+    alias._accumulator = root._accumulator
+    with set_grad_enabled(history):
         for v in views:
             if v is skip or v._view_chain is None:
                 continue
-            v._data = replay(alias, v._view_chain)._data
+            if not history:
+                with no_grad():
+                    v._data = replay(alias, v._view_chain)._data
+                continue
+            new = replay(alias, v._view_chain)
+            if traced:
+                v._data = new._data
+            v.grad_fn, v._output_nr, v._requires_grad = new.grad_fn, new._output_nr, True
