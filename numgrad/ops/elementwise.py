@@ -25,7 +25,32 @@ def _np_sigmoid(x):
 
 
 def _np_relu(x):
-    return np.maximum(x, np.zeros((), x.dtype))
+    # PyTorch's rule, `x < 0 ? 0 : x`: relu(-0) is -0 and NaN passes (np.maximum gives +0).
+    return np.where(x < 0, np.zeros((), x.dtype), x)
+
+
+def _np_maximum(x, y):
+    # PyTorch's rule: NaN wins, else `x < y ? y : x` (so maximum(-0, 0) is -0, as in torch;
+    # NumPy returns the second of two equal values).
+    if x.dtype.kind != "f":
+        return np.maximum(x, y)
+    return np.where((x < y) | np.isnan(y), y, x)
+
+
+def _np_minimum(x, y):
+    if x.dtype.kind != "f":
+        return np.minimum(x, y)
+    return np.where((x > y) | np.isnan(y), y, x)
+
+
+def _np_clamp(x, min, max):
+    # torch.clamp is min(max(x, lo), hi) with the rule above: clamp(-0, min=0) is -0
+    # (np.clip gives +0) and NaN passes.
+    if min is not None:
+        x = np.where(x < min, np.asarray(min, x.dtype), x)
+    if max is not None:
+        x = np.where(x > max, np.asarray(max, x.dtype), x)
+    return x
 
 
 def _np_div(x, y):
@@ -72,7 +97,20 @@ def _np_pow(x, y):
 
 
 def _np_sign(x):
-    return x.copy() if x.dtype == np.bool_ else np.sign(x)  # torch: sign of a bool is itself
+    if x.dtype == np.bool_:
+        return x.copy()  # torch: sign of a bool is itself
+    # torch: sign(NaN) is 0 and sign(-0) is +0 (np.sign gives NaN and -0).
+    return ((x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)) if x.dtype.kind == "f" \
+        else np.sign(x)
+
+
+def _np_pow_scalar(x, exponent):
+    # PyTorch computes x ** 0.5 as sqrt and x ** -0.5 as rsqrt: (-0) ** 0.5 is -0 and
+    # (-0) ** -0.5 is -inf there (pow gives +0 and +inf).
+    if x.dtype.kind == "f" and exponent in (0.5, -0.5):
+        r = np.sqrt(x)
+        return r if exponent == 0.5 else np.divide(np.ones((), x.dtype), r)
+    return np.power(x, np.asarray(exponent, x.dtype))
 
 
 def _floating(name, impl):
@@ -98,10 +136,10 @@ to_dtype = defop("to_dtype", inputs=("x",), params=("dtype",), node="ToCopyBackw
                  impl=lambda x, dtype: x.astype(dtype), kind="other",
                  abstract=lambda x, dtype: (x.shape, np.dtype(dtype)), lowering="cast")
 pow_scalar = defop("pow_scalar", inputs=("x",), params=("exponent",), node="PowBackward0",
-                   impl=lambda x, exponent: np.power(x, np.asarray(exponent, x.dtype)), kind=E,
+                   impl=_np_pow_scalar, kind=E,
                    lowering="pow_scalar({0}, {exponent})")
 clamp = defop("clamp", inputs=("x",), params=("min", "max"), node="ClampBackward1",
-              impl=lambda x, min, max: np.clip(x, min, max).astype(x.dtype, copy=False), kind=E,
+              impl=_np_clamp, kind=E,
               lowering="clamp({0}, {min}, {max})")
 
 neg.defvjp(lambda g: -g)
@@ -114,7 +152,7 @@ sin.defvjp(lambda g, x: g * cos(x))
 cos.defvjp(lambda g, x: -(g * sin(x)))
 tanh.defvjp(lambda g, out: g * (1 - out * out))
 sigmoid.defvjp(lambda g, out: g * (out * (1 - out)))
-relu.defvjp(lambda g, out: where(out > 0, g, 0))
+relu.defvjp(lambda g, out: where(out <= 0, 0, g))  # torch's threshold_backward: 1 at NaN
 clone.defvjp(lambda g: g)
 to_dtype.defvjp(lambda g: g)  # the node casts back to the input's dtype
 
@@ -125,7 +163,9 @@ def _np_pow_scalar_grad(dy, x, exponent):
         return dy * np.zeros_like(x)  # zeros (not 0 * x**-1, which is nan at 0)
     if exponent == 1:
         return dy * np.ones_like(x)
-    return dy * (x * p) if exponent == 2 else dy * (p * np.power(x, p - 1))
+    if exponent == 2:
+        return dy * (x * p)
+    return dy * (p * _np_pow_scalar(x, exponent - 1))
 
 
 # g * p * x**(p-1) as one primitive: the backward of every `x ** p` is a single node
@@ -175,8 +215,8 @@ mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} *
 div = defop("div", inputs=("x", "y"), impl=_np_div, kind=E, lowering="({0} / {1})")
 pow_ = defop("pow", inputs=("x", "y"), impl=_np_pow, kind=E, node="PowBackward1",
              lowering="power({0}, {1})")
-maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E, lowering="maximum({0}, {1})")
-minimum = defop("minimum", inputs=("x", "y"), impl=np.minimum, kind=E, lowering="minimum({0}, {1})")
+maximum = defop("maximum", inputs=("x", "y"), impl=_np_maximum, kind=E, lowering="maximum({0}, {1})")
+minimum = defop("minimum", inputs=("x", "y"), impl=_np_minimum, kind=E, lowering="minimum({0}, {1})")
 
 add.defvjp(lambda g: g, lambda g: g)
 sub.defvjp(lambda g: g, lambda g: -g)
@@ -196,15 +236,15 @@ def _pow_exponent_vjp(g, x, out):
 pow_.defvjp(_pow_base_vjp, _pow_exponent_vjp)
 
 
-def _max_share(x, y):
-    # Ties split the gradient evenly, as PyTorch does.
-    return where(x > y, 1.0, where(x == y, 0.5, 0.0))
+def _share(g, lost, x, y):
+    # PyTorch's rule: no gradient where this input lost, half each at a tie, all of it
+    # otherwise (also at NaN). Selected, not multiplied by a 0/1 mask, so an inf
+    # gradient elsewhere never turns into NaN (0 * inf) in a double backward.
+    return where(lost, 0, where(x == y, g * 0.5, g))
 
 
-maximum.defvjp(lambda g, x, y: g * _max_share(x, y).to(g.dtype),
-               lambda g, x, y: g * _max_share(y, x).to(g.dtype))
-minimum.defvjp(lambda g, x, y: g * _max_share(y, x).to(g.dtype),
-               lambda g, x, y: g * _max_share(x, y).to(g.dtype))
+maximum.defvjp(lambda g, x, y: _share(g, x < y, x, y), lambda g, x, y: _share(g, y < x, x, y))
+minimum.defvjp(lambda g, x, y: _share(g, x > y, x, y), lambda g, x, y: _share(g, y > x, x, y))
 
 # ------------------------------------------------------ comparisons (no grad)
 C = "compare"

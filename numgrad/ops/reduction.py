@@ -168,13 +168,31 @@ def mean(x, dim=None, keepdim=False, dtype=None) -> Tensor:
     return mean_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
 
 
+def _nonempty_dims(x, dims, name):
+    """PyTorch refuses a max/min/arg-reduction over an empty dim (there is no identity);
+    checked on shapes, so eager mode and @ng.jit raise alike."""
+    shape = x.shape
+    if dims is None:
+        if x.numel() == 0:
+            raise (IndexError if name.startswith("arg") else RuntimeError)(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+                + ("" if name.startswith("arg") else
+                   " Specify the reduction dim with the 'dim' argument."))
+        return
+    for d in dims:
+        if shape and shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
 def amax(x, dim=(), keepdim=False) -> Tensor:
     """Largest value over ``dim`` (all dims by default); ties share the gradient evenly
     (``torch.amax``, ``jax.numpy.max``). Raises IndexError for a dim out of range.
     """
     _check(x, "amax")
     dim = None if dim == () or dim is None else dim
-    return amax_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
+    dims = normalize_dims(dim, x.ndim)
+    _nonempty_dims(x, dims, "amax")
+    return amax_p(x, dim=dims, keepdim=bool(keepdim))
 
 
 def amin(x, dim=(), keepdim=False) -> Tensor:
@@ -183,7 +201,9 @@ def amin(x, dim=(), keepdim=False) -> Tensor:
     """
     _check(x, "amin")
     dim = None if dim == () or dim is None else dim
-    return amin_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
+    dims = normalize_dims(dim, x.ndim)
+    _nonempty_dims(x, dims, "amin")
+    return amin_p(x, dim=dims, keepdim=bool(keepdim))
 
 
 def _empty_check(x, name):
@@ -207,6 +227,7 @@ def max(x, dim=None, keepdim=False) -> Tensor | tuple:
         _empty_check(x, "max")
         return amax_p(x, dim=None, keepdim=False)
     (d,) = normalize_dims(dim, x.ndim) or (0,)
+    _nonempty_dims(x, (d,), "max")
     return _values_indices(max_dim_p(x, dim=d, keepdim=bool(keepdim)),
                            argmax_p(x.detach(), dim=d, keepdim=bool(keepdim)))
 
@@ -226,6 +247,7 @@ def min(x, dim=None, keepdim=False) -> Tensor | tuple:
         _empty_check(x, "min")
         return amin_p(x, dim=None, keepdim=False)
     (d,) = normalize_dims(dim, x.ndim) or (0,)
+    _nonempty_dims(x, (d,), "min")
     return _values_indices(min_dim_p(x, dim=d, keepdim=bool(keepdim)),
                            argmin_p(x.detach(), dim=d, keepdim=bool(keepdim)))
 
@@ -251,6 +273,7 @@ def argmax(x, dim=None, keepdim=False) -> Tensor:
     (``torch.argmax``, ``jax.numpy.argmax``); int64, no gradient.
     """
     _check(x, "argmax")
+    _nonempty_dims(x, None if dim is None else normalize_dims(dim, x.ndim), "argmax")
     if dim is None:
         from numgrad.ops.layout import reshape
         return argmax_p(reshape(x.detach(), (-1,)), dim=0, keepdim=False)
@@ -263,6 +286,7 @@ def argmin(x, dim=None, keepdim=False) -> Tensor:
     (``torch.argmin``, ``jax.numpy.argmin``); int64, no gradient.
     """
     _check(x, "argmin")
+    _nonempty_dims(x, None if dim is None else normalize_dims(dim, x.ndim), "argmin")
     if dim is None:
         from numgrad.ops.layout import reshape
         return argmin_p(reshape(x.detach(), (-1,)), dim=0, keepdim=False)

@@ -42,14 +42,22 @@ def sqrt(x):
     return np.sqrt(x)
 
 
+# relu and sign take their zero/one from the emitter (typed literals): `x * 0` kept the
+# type but is NaN at +-inf, which made relu(-inf) and the gradient of abs at inf NaN.
 @njit(inline="always")
-def relu(x):
-    return x if x > 0 else x * 0
+def relu(x, zero):
+    # PyTorch's `x < 0 ? 0 : x`: relu(-0) is -0, NaN passes.
+    return zero if x < 0 else x
 
 
 @njit(inline="always")
-def sign(x):
-    return (x > 0) - (x < 0) + x * 0
+def sign(x, zero, one):
+    # PyTorch's sign: +0 at +-0 and at NaN.
+    if x > 0:
+        return one
+    if x < 0:
+        return -one
+    return zero
 
 
 @njit(inline="always")
@@ -71,13 +79,13 @@ def clamp_max(x, hi):
 
 @njit(inline="always")
 def maximum(a, b):
-    # NaN-propagating, like np.maximum.
-    return a if (a > b or a != a) else b
+    # PyTorch's rule (the eager impl's): NaN wins, else `a < b ? b : a`.
+    return b if (a < b or b != b) else a
 
 
 @njit(inline="always")
 def minimum(a, b):
-    return a if (a < b or a != a) else b
+    return b if (a > b or b != b) else a
 
 
 @njit(inline="always")

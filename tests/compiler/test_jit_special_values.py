@@ -1,0 +1,209 @@
+"""Every op in the registry gives under @ng.jit what it gives eagerly, at special values.
+
+Issue 9 item 5: the fused kernels (and the vector math) must agree with eager mode at
++-inf, NaN, +-0, the smallest normals and the largest finites, and on empty extents,
+for forward values and gradients. The sweep is built from the op registry, so a new
+op is swept without editing this file (or must be listed in EXEMPT with a reason).
+
+Agreement is bit for bit for NaN-ness, infinities and the sign of zero; finite values
+may differ by the vector math's ulp bound (ops with a vmath implementation) or by one
+rounding where the kernel contracts a product and a sum into an FMA.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import numgrad as ng
+from numgrad.ops.registry import REGISTRY
+
+# Ops whose scalar code is vmath_ir's polynomials (within 1.6 ulp of libm; 4 allowed).
+VMATH = {"exp", "log", "tanh", "sigmoid", "sin", "cos"}
+
+# Primitives the sweep does not call one by one, and why.
+EXEMPT = {
+    "reshape": "data movement (exact by construction)",
+    "permute": "data movement", "expand": "data movement", "cat": "data movement",
+    "stack": "data movement", "getitem": "data movement", "index_add": "NumPy step",
+    "index_put": "NumPy step", "matmul": "NumPy's BLAS in both modes", "fill": "constant",
+    "copy": "data movement", "pow_scalar_grad": "swept through pow_scalar's gradient",
+    "to_dtype": "swept below (float casts)", "where": "swept below",
+    "argmax": "swept below", "argmin": "swept below", "max_dim": "swept below",
+    "min_dim": "swept below",
+}
+EXPONENTS = (0, 1, 2, 3, -1, -2, 0.5, -0.5, 1.5, 2.5, -1.5, 0.25)
+CLAMPS = ((0.0, None), (None, 0.0), (-1.0, 1.0), (0.0, 0.0), (-0.0, None))
+REDUCTIONS = ("sum", "mean", "amax", "amin")
+
+
+def specials(dtype):
+    fi = np.finfo(dtype)
+    vals = [-np.inf, -fi.max, -2.5, -1.0, -0.5, -fi.tiny, -fi.smallest_subnormal, -0.0, 0.0,
+            fi.smallest_subnormal, fi.tiny, 0.5, 1.0, 2.5, fi.max, np.inf, np.nan]
+    return np.array(vals, dtype)
+
+
+def _unary_cases():
+    cases = []
+    for name, p in REGISTRY.items():
+        if p.kind not in ("elementwise", "compare") or len(p.inputs) != 1:
+            continue
+        if name == "pow_scalar":
+            cases += [(f"pow_scalar[{e}]", lambda x, e=e: x ** e) for e in EXPONENTS]
+        elif name == "clamp":
+            cases += [(f"clamp[{lo},{hi}]", lambda x, lo=lo, hi=hi: ng.clamp(x, lo, hi))
+                      for lo, hi in CLAMPS]
+        elif name == "logical_not":
+            cases.append((name, lambda x, p=p: p(x != 0)))
+        else:
+            assert not p.params, f"{name} has params: add them to the sweep"
+            cases.append((name, lambda x, p=p: p(x)))
+    # Folds that only hold without signed zeros or exact reciprocals (the kernels must not
+    # be compiled with `nsz`/`arcp`): -0 + 0 is +0, and 1 / sqrt(x) is no rsqrt estimate.
+    cases += [("add_zero", lambda x: x + 0.0), ("sub_neg_zero", lambda x: x - (-0.0)),
+              ("div_const", lambda x: x / 3.0), ("recip_sqrt", lambda x: 1.0 / x.sqrt())]
+    cases += [("to_other_float", lambda x: x.double() if x.dtype == ng.float32 else x.float()),
+              ("to_bool", lambda x: x.bool())]
+    return cases
+
+
+def _binary_cases():
+    cases = []
+    for name, p in REGISTRY.items():
+        if p.kind not in ("elementwise", "compare") or len(p.inputs) != 2:
+            continue
+        if name == "pow_scalar_grad":
+            continue
+        if name in ("logical_and", "logical_or"):
+            cases.append((name, lambda x, y, p=p: p(x != 0, y > 0)))
+        else:
+            cases.append((name, lambda x, y, p=p: p(x, y)))
+    cases.append(("where", lambda x, y: ng.where(x > y, x, y)))
+    return cases
+
+
+def test_every_primitive_is_swept():
+    swept = {n for n, _ in _unary_cases()} | {n for n, _ in _binary_cases()}
+    swept = {n.split("[")[0] for n in swept} | set(REDUCTIONS)
+    missing = [n for n in REGISTRY if n not in swept and n not in EXEMPT]
+    assert not missing, f"add these primitives to the special-value sweep: {missing}"
+
+
+def _assert_same(got, want, what, ulps, vmath=False):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    if want.dtype.kind != "f":
+        bad = got != want
+        assert not bad.any(), f"{what}: {np.flatnonzero(bad)[:8]}"
+        return
+    nan = np.isnan(want)
+    bad = nan != np.isnan(got)
+    fin = np.isfinite(want) & np.isfinite(got)
+    bad |= ~nan & ~fin & (got != want)                         # infinities, exactly
+    bad |= (want == 0) & (got == 0) & (np.signbit(want) != np.signbit(got))  # signed zeros
+    with np.errstate(all="ignore"):
+        scale = np.abs(want).astype(want.dtype)
+        if vmath:  # a derivative such as 1 - tanh(x)**2 cancels: bound the error absolutely
+            scale = np.maximum(scale, want.dtype.type(1))
+        tol = ulps * np.spacing(scale)
+        bad |= fin & (np.abs(got - want) > tol)
+    if bad.any():
+        i = np.flatnonzero(bad)[:8]
+        raise AssertionError(f"{what}: at {i.tolist()} jit {got.ravel()[i].tolist()} "
+                             f"eager {want.ravel()[i].tolist()}")
+
+
+def _ulps(name):
+    return 4 if name.split("[")[0] in VMATH else 1
+
+
+def _sweep(cases, arrays_per_case, dtype):
+    """One jitted function runs every case on its own inputs (one plan, so one compile)."""
+    n_in = len(arrays_per_case)
+
+    def all_cases(*xs):
+        return tuple(fn(*xs[k * n_in:(k + 1) * n_in]) for k, (_, fn) in enumerate(cases))
+
+    def run(f):
+        xs = [ng.tensor(a.copy(), requires_grad=True) for _ in cases for a in arrays_per_case]
+        with np.errstate(all="ignore"):
+            outs = f(*xs)
+            diff = [o for o in outs if o.requires_grad]
+            grads = ng.autograd.grad(diff, xs, grad_outputs=[ng.ones_like(o) for o in diff],
+                                     allow_unused=True, materialize_grads=True) if diff else []
+        return [o.detach().numpy() for o in outs], [g.numpy() for g in grads], \
+            [o.requires_grad for o in outs]
+
+    eager = run(all_cases)
+    jit = run(ng.jit(all_cases))
+    assert eager[2] == jit[2]
+    for (name, _), got, want in zip(cases, jit[0], eager[0]):
+        _assert_same(got, want, f"{name} forward ({dtype})", _ulps(name))
+    for k, (got, want) in enumerate(zip(jit[1], eager[1])):
+        name = cases[k // n_in][0]
+        _assert_same(got, want, f"{name} grad of input {k % n_in} ({dtype})",
+                     _ulps(name) * 2, vmath=name.split("[")[0] in VMATH)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_unary_ops_at_special_values(dtype):
+    _sweep(_unary_cases(), [specials(dtype)], dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_binary_ops_at_special_values(dtype):
+    v = specials(dtype)
+    x, y = (np.array(a, dtype) for a in zip(*itertools.product(v, v)))
+    _sweep(_binary_cases(), [x, y], dtype)
+
+
+def _reduction_cases():
+    cases = []
+    for name in REDUCTIONS:
+        for dim in (None, 0, 1):
+            cases.append((f"{name}[{dim}]", lambda x, n=name, d=dim:
+                          getattr(ng, n)(x) if d is None else getattr(ng, n)(x, d)))
+    cases += [("max_dim", lambda x: ng.max(x, 1)[0]), ("min_dim", lambda x: ng.min(x, 0)[0]),
+              ("argmax", lambda x: ng.argmax(x, 1).double()),
+              ("argmin", lambda x: ng.argmin(x, 0).double())]
+    return cases
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_reductions_at_special_values(dtype):
+    v = specials(dtype)
+    rng = np.random.default_rng(0)
+    x = np.stack([rng.permutation(v) for _ in range(5)])          # every column mixed
+    x = np.concatenate([x, np.full((1, len(v)), np.inf, dtype),    # a row of +inf ...
+                        np.full((1, len(v)), -np.inf, dtype)]).astype(dtype)
+    _sweep(_reduction_cases(), [x], dtype)
+
+
+EMPTY_CASES = [
+    ("exp", lambda x: x.exp()), ("relu", lambda x: x.relu()), ("mul", lambda x: x * x),
+    ("sum[0]", lambda x: x.sum(0)), ("sum[1]", lambda x: x.sum(1)), ("sum", lambda x: x.sum()),
+    ("mean[0]", lambda x: x.mean(0)), ("mean[1]", lambda x: x.mean(1)),
+    ("amax[1]", lambda x: x.amax(1)), ("amin[1]", lambda x: x.amin(1)),
+    ("softmax[1]", lambda x: x.softmax(1)),
+]
+
+
+def test_empty_extents():
+    _sweep(EMPTY_CASES, [np.zeros((0, 3))], np.float64)
+
+
+@pytest.mark.parametrize("fn,error", [
+    (lambda x: x.amax(0), "amax\\(\\): Expected reduction dim 0 to have non-zero size"),
+    (lambda x: x.amin((0, 1)), "amin\\(\\): Expected reduction dim 0 to have non-zero size"),
+    (lambda x: x.max(0), "max\\(\\): Expected reduction dim 0 to have non-zero size"),
+    (lambda x: x.argmin(0), "argmin\\(\\): Expected reduction dim 0 to have non-zero size"),
+])
+def test_empty_max_raises_like_torch(fn, error):
+    import torch
+    with pytest.raises(IndexError, match=error):
+        fn(torch.zeros(0, 3))
+    for f in (fn, ng.jit(fn)):
+        with pytest.raises(IndexError, match=error):
+            f(ng.zeros(0, 3, requires_grad=True))
