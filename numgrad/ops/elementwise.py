@@ -29,20 +29,6 @@ def _np_relu(x):
     return np.where(x < 0, np.zeros((), x.dtype), x)
 
 
-def _np_maximum(x, y):
-    # PyTorch's rule: NaN wins, else `x < y ? y : x` (so maximum(-0, 0) is -0, as in torch;
-    # NumPy returns the second of two equal values).
-    if x.dtype.kind != "f":
-        return np.maximum(x, y)
-    return np.where((x < y) | np.isnan(y), y, x)
-
-
-def _np_minimum(x, y):
-    if x.dtype.kind != "f":
-        return np.minimum(x, y)
-    return np.where((x > y) | np.isnan(y), y, x)
-
-
 def _np_clamp(x, min, max):
     # torch.clamp is min(max(x, lo), hi) with the rule above: clamp(-0, min=0) is -0
     # (np.clip gives +0) and NaN passes.
@@ -215,8 +201,8 @@ mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} *
 div = defop("div", inputs=("x", "y"), impl=_np_div, kind=E, lowering="({0} / {1})")
 pow_ = defop("pow", inputs=("x", "y"), impl=_np_pow, kind=E, node="PowBackward1",
              lowering="power({0}, {1})")
-maximum = defop("maximum", inputs=("x", "y"), impl=_np_maximum, kind=E, lowering="maximum({0}, {1})")
-minimum = defop("minimum", inputs=("x", "y"), impl=_np_minimum, kind=E, lowering="minimum({0}, {1})")
+maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E, lowering="maximum({0}, {1})")
+minimum = defop("minimum", inputs=("x", "y"), impl=np.minimum, kind=E, lowering="minimum({0}, {1})")
 
 add.defvjp(lambda g: g, lambda g: g)
 sub.defvjp(lambda g: g, lambda g: -g)

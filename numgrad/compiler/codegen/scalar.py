@@ -79,13 +79,14 @@ def clamp_max(x, hi):
 
 @njit(inline="always")
 def maximum(a, b):
-    # PyTorch's rule (the eager impl's): NaN wins, else `a < b ? b : a`.
-    return b if (a < b or b != b) else a
+    # np.maximum's rule (the eager impl): NaN wins, and of two equal values (-0, +0) the
+    # second, as torch's vectorised loop also gives.
+    return a if (a > b or a != a) else b
 
 
 @njit(inline="always")
 def minimum(a, b):
-    return b if (a > b or b != b) else a
+    return a if (a < b or a != a) else b
 
 
 @njit(inline="always")
