@@ -20,12 +20,16 @@ def normalize_index(index, shape=None):
     for k in index:
         if isinstance(k, Tensor):
             if type(k._data) is not np.ndarray:
-                from numgrad.errors import TracingError, user_location
-                raise TracingError(
-                    f"indexing with a traced tensor {user_location()} gives a data-dependent "
-                    "shape or gather, "
-                    "which @ng.jit does not compile; use ng.where(mask, x, 0) for masks, or "
-                    "pass the index as a NumPy array (a compile-time constant)")
+                if k._data.dtype.kind not in "iu":
+                    from numgrad.errors import TracingError, user_location
+                    raise TracingError(
+                        f"indexing with a traced {k._data.dtype} tensor {user_location()}: a "
+                        "boolean mask selects a data-dependent number of elements, so the "
+                        "result has no static shape and @ng.jit cannot compile it; use "
+                        "ng.where(mask, x, 0) to keep the shape, or pass the mask as a NumPy "
+                        "array (a compile-time constant)")
+                out.append(_TracedIndex(k))  # a gather: its shape is the index's (static)
+                continue
             a = k._concrete()
             if a.dtype == np.bool_ or a.ndim > 0:
                 k = a.astype(np.int64) if a.dtype.kind in "iu" else a
@@ -51,7 +55,51 @@ def normalize_index(index, shape=None):
 
 
 def is_advanced(index):
-    return any(isinstance(k, np.ndarray) for k in index)
+    return any(isinstance(k, (np.ndarray, Slot)) for k in index)
+
+
+class _TracedIndex:
+    """An integer tensor index whose values are only known when the compiled code runs."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+class Slot:
+    """In the ``index`` param of ``gather``/``scatter_add``/``index_put_at``: the position
+    of the ``k``-th integer index tensor, whose values arrive as the ``idx`` input (all of
+    them broadcast together and stacked: ``idx[k]``)."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+    def __eq__(self, other):
+        return type(other) is Slot and other.k == self.k
+
+    def __hash__(self):
+        return hash(("Slot", self.k))
+
+    def __repr__(self):
+        return f"idx[{self.k}]"
+
+
+def _fill(index, idx):
+    """``index`` with each Slot replaced by its row of ``idx``."""
+    return tuple(idx[k.k] if type(k) is Slot else k for k in index)
+
+
+def _fill_checked(x_shape, index, idx):
+    full = _fill(index, idx)
+    _check_bounds(x_shape, full)  # eager's IndexError, not NumPy's (nor garbage)
+    return full
+
+
+def _probe_index(index, idx):
+    return _fill(index, np.zeros(idx.shape, np.int64))
 
 
 def _getitem_name(p, s):
@@ -106,6 +154,54 @@ index_put_p = defop("index_put", inputs=("x", "v"), params=("index",), node="Cop
                     impl=_np_index_put, abstract=lambda x, v, index: (x.shape, x.dtype),
                     lowering="index_put", saves=lambda params: ("index",))
 
+# The same three with integer index tensors that are values in a compiled graph: the
+# indices are an input (``idx``), so the shapes are static and the values run-time. They
+# run as NumPy steps between kernels; the backward saves the indices, never ``x``.
+gather_p = defop("gather", inputs=("x", "idx"), params=("index",), node="IndexBackward0",
+                 impl=lambda x, idx, index: x[_fill_checked(x.shape, index, idx)],
+                 abstract=lambda x, idx, index: _abstract_getitem(x, _probe_index(index, idx)),
+                 lowering="gather")
+scatter_add_p = defop("scatter_add", inputs=("g", "idx"), params=("shape", "index"),
+                      node="IndexAddBackward0",
+                      impl=lambda g, idx, shape, index: _np_index_add(
+                          g, shape, _fill_checked(shape, index, idx)),
+                      abstract=lambda g, idx, shape, index: (tuple(shape), g.dtype),
+                      lowering="scatter_add")
+index_put_at_p = defop("index_put_at", inputs=("x", "v", "idx"), params=("index",),
+                       node="CopySlices",
+                       impl=lambda x, v, idx, index: _np_index_put(
+                           x, v, _fill_checked(x.shape, index, idx)),
+                       abstract=lambda x, v, idx, index: (x.shape, x.dtype),
+                       lowering="index_put")
+gather_p.defvjp(lambda g, idx, x_shape, index: scatter_add_p(g, idx, shape=x_shape, index=index),
+                None)
+scatter_add_p.defvjp(lambda g, idx, index: gather_p(g, idx, index=index), None)
+index_put_at_p.defvjp(
+    lambda g, idx, index: index_put_at_p(g, _zero_like_scalar(g), idx, index=index),
+    lambda g, idx, index: gather_p(g, idx, index=index), None)
+
+
+def _zero_like_scalar(g):
+    from numgrad.tensor import Tensor
+    return Tensor._make(np.zeros((), g._data.dtype))
+
+
+def _stack_indices(index):
+    """``(template, idx)``: traced index tensors replaced by Slots, and their values
+    broadcast together and stacked into one int64 tensor (None if there are none)."""
+    traced = [k.tensor for k in index if type(k) is _TracedIndex]
+    if not traced:
+        return index, None
+    from numgrad.ops.dispatch import broadcast_shapes
+    from numgrad.ops.layout import expand, stack
+    shape = broadcast_shapes(*[t.shape for t in traced])
+    ts = [t if t.dtype.np == np.int64 else t.long() for t in traced]
+    idx = stack([t if t.shape == shape else expand(t, shape) for t in ts], 0)
+    slots = iter(range(len(traced)))
+    template = tuple(Slot(next(slots)) if type(k) is _TracedIndex else k for k in index)
+    return template, idx
+
+
 getitem_p.defvjp(lambda g, x_shape, index: index_add_p(g, shape=x_shape, index=index))
 index_add_p.defvjp(lambda g, index: getitem_p(g, index=index))
 
@@ -121,6 +217,9 @@ index_put_p.defvjp(_index_put_x_vjp, lambda g, index: getitem_p(g, index=index))
 def getitem(x, index):
     """``x[index]`` with NumPy semantics (PyTorch's for the cases both define)."""
     index = normalize_index(index)
+    template, idx = _stack_indices(index)
+    if idx is not None:
+        return gather_p(x, idx, index=template)
     _check_bounds(x.shape, index)
     return getitem_p(x, index=index)
 
@@ -141,6 +240,9 @@ def _check_bounds(shape, index):
             if not -size <= k < size:
                 raise IndexError(f"index {k} is out of bounds for dimension {dim} with size "
                                  f"{size}")
+        if type(k) is _TracedIndex:  # checked when the compiled code runs (see _fill_checked)
+            dim += 1
+            continue
         if isinstance(k, np.ndarray) and k.dtype != np.bool_ and k.size and dim < len(shape):
             size = shape[dim]
             if k.max() >= size or k.min() < -size:
@@ -159,4 +261,7 @@ def index_put(x, index, value):
         value = Tensor._make(np.asarray(value, x._data.dtype))
     elif value.dtype is not x.dtype:
         value = value.to(x.dtype)
+    template, idx = _stack_indices(index)
+    if idx is not None:
+        return index_put_at_p(x, value, idx, index=template)
     return index_put_p(x, value, index=index)
