@@ -338,7 +338,10 @@ class Tensor:
                 if lifted is not self:
                     return lifted.detach()
         elif getattr(data, "_ng_interpreter", None) is not None:
-            data = data._ng_interpreter.detach(data)  # traced: a stop-gradient annotation
+            interp = data._ng_interpreter  # traced: a stop-gradient annotation, and an alias
+            out = Tensor._make(interp.detach(data), None, self._vc)
+            interp.detached(self, out)
+            return out
         return Tensor._make(data, None, self._vc)
 
     def detach_(self) -> Tensor:

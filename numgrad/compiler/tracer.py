@@ -186,6 +186,12 @@ class Tracer:
     def detach(self, var):
         return self.record("detach", [var], var.shape, var.dtype, ann={"detach": True})
 
+    def detached(self, tensor, out):
+        """``out = tensor.detach()`` shares storage eagerly: record it as an alias, so that
+        in-place ops on either one reach the other (``ops.views``)."""
+        from numgrad.ops import views
+        views.record(out, tensor, views.DETACH, {})
+
     def concrete_access(self, var, reason=None):
         where = where_in_user_code()
         if reason == "array":

@@ -101,6 +101,8 @@ def _inplace_on_view(view, fn, args, kwargs, recording):
     # The root's history is rewritten as "root with the view's region replaced"
     # (PyTorch's CopySlices; ops.views), and the view becomes that view of the new root.
     base = view._base
+    if view._view_chain is not None and _views.through_detach(view._view_chain):
+        return _inplace_on_detached(view, fn, args, kwargs)
     if recording and base.grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
@@ -136,6 +138,26 @@ def _inplace_on_view(view, fn, args, kwargs, recording):
         if new_view.grad_fn is not None:
             view.grad_fn, view._output_nr, view._requires_grad = \
                 new_view.grad_fn, new_view._output_nr, True
+    _views.refresh_views(base, skip=view)
+    return view
+
+
+def _inplace_on_detached(view, fn, args, kwargs):
+    # A traced alias made by detach(): the root's values change, its history does not
+    # (eagerly the write goes to the shared storage and nothing else happens).
+    from numgrad.grad_mode import no_grad
+    base = view._base
+    out = fn(_snapshot(view), *args, **kwargs)
+    _check_result(view, out)
+    if out.dtype is not view.dtype:
+        out = out.to(view.dtype)
+    with no_grad():
+        new_base = _views.write_back(Tensor._make(base._data), view._view_chain,
+                                     Tensor._make(out._data))
+    base._data = new_base._data
+    view._data = out._data
+    view._vc.value += 1
+    _take_history(view, out)
     _views.refresh_views(base, skip=view)
     return view
 

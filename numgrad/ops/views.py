@@ -26,6 +26,30 @@ import numpy as np
 from numgrad.tensor import Tensor
 
 
+class _Detach:
+    """``detach()`` as a step of a view chain: a traced ``x.detach()`` aliases x's values
+    (eagerly it shares x's storage), so writes through either must reach the other."""
+
+    name = "detach"
+
+    def __call__(self, t):
+        return t.detach()
+
+    @staticmethod
+    def impl(a):
+        return a
+
+    def __repr__(self):
+        return "detach"
+
+
+DETACH = _Detach()
+
+
+def through_detach(chain):
+    return any(p is DETACH for p, _ in chain)
+
+
 def is_traced(t):
     return type(t._data) is not np.ndarray
 
@@ -115,6 +139,8 @@ def _overlap_error():
 def _put(inter, new, prim, params):
     """The value ``inter`` takes when ``prim(inter)`` (a view of it) becomes ``new``."""
     name = prim.name
+    if prim is DETACH:
+        return new
     if name == "getitem":
         from numgrad.ops.indexing import index_put_p
         return index_put_p(inter, new, index=params["index"])
@@ -185,4 +211,5 @@ def refresh_views(root, skip=None):
             new = replay(alias, v._view_chain)
             if traced:
                 v._data = new._data
-            v.grad_fn, v._output_nr, v._requires_grad = new.grad_fn, new._output_nr, True
+            if new.grad_fn is not None:
+                v.grad_fn, v._output_nr, v._requires_grad = new.grad_fn, new._output_nr, True
