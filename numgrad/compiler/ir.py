@@ -31,7 +31,7 @@ class Var:
     """A value in the graph: shape and NumPy dtype, known at trace time."""
 
     __slots__ = ("id", "shape", "dtype", "requires_grad", "_ng_interpreter", "hint",
-                 "__weakref__")
+                 "_ng_standin", "__weakref__")
 
     def __init__(self, id, shape, dtype, interpreter=None, hint=None):
         self.id = id
@@ -40,6 +40,7 @@ class Var:
         self.dtype = np.dtype(dtype)
         self.requires_grad = False
         self._ng_interpreter = interpreter  # set while tracing: routes ops on this value
+        self._ng_standin = None  # strides of eager mode's array, if not C (ops.views)
 
     @property
     def ndim(self):

@@ -20,6 +20,7 @@ from numgrad.compiler.ir import Eqn, Graph, Var
 from numgrad.errors import TracingError, user_location as where_in_user_code
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.ops.dispatch import broadcast_shapes
+from numgrad.ops.views import result_standin
 
 _tensor_module = sys.modules["numgrad.tensor"]  # not ng.tensor, the factory
 
@@ -156,6 +157,7 @@ class Tracer:
         ins = [self.var_of(d) for d in datas]
         shape, dtype = self.abstract(prim, ins, params)
         out = self._new(shape, dtype)
+        out._ng_standin = result_standin(prim, ins, params, shape, dtype)
         ann = {"grad": is_grad_enabled(), "bwd": True} if self.backward else {
             "grad": is_grad_enabled()}
         self.graph.eqns.append(Eqn(prim, ins, params, out, ann))
@@ -184,7 +186,9 @@ class Tracer:
         return out
 
     def detach(self, var):
-        return self.record("detach", [var], var.shape, var.dtype, ann={"detach": True})
+        out = self.record("detach", [var], var.shape, var.dtype, ann={"detach": True})
+        out._ng_standin = var._ng_standin  # an alias: eager's layout is its source's
+        return out
 
     def detached(self, tensor, out):
         """``out = tensor.detach()`` shares storage eagerly: record it as an alias, so that

@@ -13,9 +13,12 @@ back). The result is ordinary ops, so the gradient is right by construction,
 and the traced payloads of ``@ng.jit`` (which share no storage) get their new
 values the same way: the root, and every live view of it, are rebound.
 
-Traced payloads carry no strides; whether a reshape is a view is decided as
-NumPy would decide it for a C-contiguous root (inputs of a plan are made
-contiguous), by replaying the chain on a zero-byte strided stand-in.
+Traced payloads carry no data, so whether a reshape is a view is decided as
+NumPy would decide it, by replaying the chain on a strided *stand-in* of the
+root: a one-element buffer with the strides eager mode's array would have. The
+tracer keeps a stand-in on each value whose eager layout is not C-contiguous
+(``result_standin``: views, and NumPy's keep-the-input-order rule for
+elementwise results such as ``x.T * 2``); plan inputs are made C-contiguous.
 """
 from __future__ import annotations
 
@@ -110,12 +113,60 @@ def _step_view(a, prim, params):
     return prim.impl(a, **params)
 
 
+def standin(data):
+    """The strided stand-in of a traced value: C-contiguous unless the tracer kept one."""
+    a = getattr(data, "_ng_standin", None)
+    return a if a is not None else _stand_in(data.shape, data.dtype)
+
+
+_KEEP_ORDER = ("where", "to_dtype")  # np.where and astype keep their inputs' order too
+
+
+def result_standin(prim, ins, params, shape, dtype):
+    """The stand-in of ``prim``'s eager result, or None where it is C-contiguous."""
+    if prim.view:
+        a = _step_view(standin(ins[0]), prim, params)
+        return None if a is None or a.flags.c_contiguous else a
+    if not (prim.kind in ("elementwise", "compare") or prim.name in _KEEP_ORDER):
+        return None
+    if all(getattr(v, "_ng_standin", None) is None for v in ins):
+        return None  # all C-contiguous: so is the result
+    return _k_order(ins, tuple(shape), dtype)
+
+
+def _k_order(ins, shape, dtype):
+    # Ask NumPy's own iterator which axis order an elementwise result gets (order="K"),
+    # on proxies of at most 2 per axis with the operands' strides (nothing is read).
+    small = tuple(min(s, 2) for s in shape)
+    proxies = []
+    for v in ins:
+        b = np.broadcast_to(standin(v), shape)
+        proxies.append(np.lib.stride_tricks.as_strided(np.zeros(1, b.dtype), small, b.strides,
+                                                       writeable=False))
+    try:
+        it = np.nditer(proxies + [None], flags=["zerosize_ok"],
+                       op_flags=[["readonly"]] * len(proxies) + [["writeonly", "allocate"]],
+                       order="K", op_dtypes=[p.dtype for p in proxies] + [np.dtype(dtype)])
+    except (ValueError, TypeError):
+        return None
+    st = it.operands[-1].strides
+    perm = sorted(range(len(shape)), key=lambda i: (-abs(st[i]) if small[i] > 1 else 0, i))
+    if perm == sorted(perm):
+        return None
+    strides, step = [0] * len(shape), np.dtype(dtype).itemsize
+    for i in reversed(perm):
+        strides[i] = step
+        step *= max(shape[i], 1)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, tuple(strides),
+                                           writeable=False)
+
+
 def traced_is_view(base, prim, params):
     """Would eager mode's NumPy return a view here? (for payloads without strides)"""
     root, chain = root_and_chain(base)
     if chain is None:
         return False
-    a = _stand_in(root._data.shape, root._data.dtype)
+    a = standin(root._data)
     for p, pa in chain + ((prim, params),):
         a = _step_view(a, p, pa)
         if a is None:

@@ -209,13 +209,25 @@ def test_view_that_numpy_would_copy_is_not_a_view_under_jit():
         v.T.reshape(-1)[0].mul_(100)   # reshape of a transpose copies: v is unchanged
         return v
 
+    def f_result_order(x):
+        y = x.T * 2              # NumPy (and torch) keep the transposed order here ...
+        y.reshape(-1)[0].mul_(100)   # ... so this reshape copies: y is unchanged
+        z = x * 2
+        z.reshape(-1)[0].mul_(100)   # a view: z[0, 0] changes
+        return y, z
+
     x = ng.tensor(_data())
     np.testing.assert_array_equal(ng.jit(f)(x).numpy(), f(x).numpy())
     np.testing.assert_array_equal(f(x).numpy(), x.numpy())
+    for got, want in zip(ng.jit(f_result_order)(x), f_result_order(x)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
 
     def g(x):
         return x.T.view(-1)
-    for fn in (g, ng.jit(g)):
+
+    def h(x):
+        return x.T.exp().view(-1)
+    for fn in (g, ng.jit(g), h, ng.jit(h)):
         with pytest.raises(RuntimeError, match="view size is not compatible"):
             fn(x)
 
