@@ -27,10 +27,20 @@ def tanh(x) -> Tensor:
     return ops.tanh(x)
 
 
+def _shift(x, dim):
+    """The detached max along ``dim`` (keepdim), subtracted so exp never overflows; over an
+    empty dim, where amax raises (as torch's does), there is nothing to shift: zeros."""
+    d = x.detach()
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if x.ndim and any(x.shape[k] == 0 for k in dims):
+        return ops.sum(d * 0, dim, keepdim=True)
+    return ops.amax(d, dim, keepdim=True)
+
+
 def _logsumexp_parts(x, dim):
     # Subtract the (detached) max so exp never overflows; the max cancels exactly
     # in the gradient, so detaching it changes nothing but the numerics.
-    m = ops.amax(x.detach(), dim, keepdim=True)
+    m = _shift(x, dim)
     shifted = x - m
     return shifted, ops.log(ops.sum(ops.exp(shifted), dim, keepdim=True))
 
@@ -41,7 +51,7 @@ def softmax(x, dim, dtype=None) -> Tensor:
     Raises IndexError for a dim out of range."""
     if dtype is not None:
         x = x.to(dtype)
-    e = ops.exp(x - ops.amax(x.detach(), dim, keepdim=True))
+    e = ops.exp(x - _shift(x, dim))
     return e / ops.sum(e, dim, keepdim=True)
 
 
@@ -58,7 +68,7 @@ def logsumexp(x, dim, keepdim=False) -> Tensor:
     """``log(sum(exp(x), dim))`` computed without overflow (``torch.logsumexp``,
     ``jax.scipy.special.logsumexp``). Raises IndexError for a dim out of range.
     """
-    m = ops.amax(x.detach(), dim, keepdim=True)
+    m = _shift(x, dim)
     out = ops.log(ops.sum(ops.exp(x - m), dim, keepdim=True)) + m
     return out if keepdim else ops.squeeze(out, dim)
 

@@ -186,8 +186,21 @@ EMPTY_CASES = [
     ("sum[0]", lambda x: x.sum(0)), ("sum[1]", lambda x: x.sum(1)), ("sum", lambda x: x.sum()),
     ("mean[0]", lambda x: x.mean(0)), ("mean[1]", lambda x: x.mean(1)),
     ("amax[1]", lambda x: x.amax(1)), ("amin[1]", lambda x: x.amin(1)),
-    ("softmax[1]", lambda x: x.softmax(1)),
+    ("softmax[1]", lambda x: x.softmax(1)), ("softmax[0]", lambda x: x.softmax(0)),
+    ("log_softmax[0]", lambda x: x.log_softmax(0)),
 ]
+
+
+def test_softmax_and_logsumexp_over_an_empty_dim_match_torch():
+    import torch
+    from numgrad.nn import functional as F
+    for fn in (lambda m, x: m.softmax(x, 0), lambda m, x: m.log_softmax(x, 0),
+               lambda m, x: m.logsumexp(x, 0)):
+        want = fn(torch, torch.zeros(0, 3, dtype=torch.float64))
+        for f in (lambda x: fn(F, x), ng.jit(lambda x: fn(F, x))):
+            got = f(ng.zeros(0, 3, dtype=ng.float64))
+            assert got.shape == tuple(want.shape)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
 def test_empty_extents():
