@@ -5,9 +5,9 @@ Issue 9 item 5: the fused kernels (and the vector math) must agree with eager mo
 for forward values and gradients. The sweep is built from the op registry, so a new
 op is swept without editing this file (or must be listed in EXEMPT with a reason).
 
-Agreement is bit for bit for NaN-ness, infinities and the sign of zero; finite values
-may differ by the vector math's ulp bound (ops with a vmath implementation) or by one
-rounding where the kernel contracts a product and a sum into an FMA.
+Agreement is bit for bit for NaN-ness, infinities and the sign of zero, and for finite
+values too, except within the vector math's ulp bound (ops with a vmath implementation)
+and one ulp for pow (libm's in kernels, NumPy's own SIMD one eagerly).
 """
 from __future__ import annotations
 
@@ -117,7 +117,11 @@ def _assert_same(got, want, what, ulps, vmath=False):
 
 
 def _ulps(name):
-    return 4 if name.split("[")[0] in VMATH else 1
+    base = name.split("[")[0]
+    if base in VMATH:
+        return 4
+    # Kernels call libm's pow; NumPy has its own (SIMD) pow, 1 ulp apart at 2.5 ** 2.5.
+    return 1 if base in ("pow", "pow_scalar") else 0
 
 
 def _sweep(cases, arrays_per_case, dtype):
