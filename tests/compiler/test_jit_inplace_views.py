@@ -58,7 +58,8 @@ def _view_used_after(x):
 def _write_root_then_view(x):
     v = x * 1.0
     a = v[:, 1]
-    v.add_(1)            # an in-place op on the root shows through its views
+    v.mul_(2)            # an in-place op on the root shows through its views (and their
+    #                      gradient goes through it, as PyTorch regenerates their grad_fn)
     return a * 3 + v.sum()
 
 
