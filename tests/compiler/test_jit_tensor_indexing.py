@@ -113,3 +113,22 @@ def test_boolean_mask_stays_a_tracing_error():
     f = ng.jit(lambda x, m: x[m])
     with pytest.raises(ng.TracingError, match="boolean mask"):
         f(ng.tensor(X), ng.tensor(X > 0.5))
+
+
+PICK = ng.tensor([0, 2])
+
+
+def _pick_rows(x):
+    return x[PICK] * 2
+
+
+def test_captured_index_tensor_is_read_at_every_call():
+    f = ng.jit(_pick_rows)
+    x = ng.tensor(X)
+    np.testing.assert_array_equal(f(x).numpy(), _pick_rows(x).numpy())
+    PICK[0] = 1                      # changed in place between calls
+    try:
+        np.testing.assert_array_equal(f(x).numpy(), _pick_rows(x).numpy())
+        np.testing.assert_array_equal(f(x).numpy(), X[[1, 2]] * 2)
+    finally:
+        PICK[0] = 0
