@@ -46,6 +46,18 @@ def specials(dtype):
     return np.array(vals, dtype)
 
 
+def range_edges(dtype):
+    """Where the vector math's range reduction and special cases switch: exp's overflow and
+    underflow thresholds, tanh's saturation, huge sin/cos arguments, subnormal logs."""
+    if dtype == np.float64:
+        edges = [709.78, 709.79, -708.39, -708.4, -745.13, -745.14, -746.0, 1e-300, 19.1, 22.0,
+                 -22.0, 40.0, 1e6, 1e15, 1e22, -1e22, 3.14159265358979, 1.5707963267948966]
+    else:
+        edges = [88.72, 88.73, -87.33, -87.34, -103.97, -103.98, -105.0, 1e-38, 9.0, 10.0,
+                 -10.0, 20.0, 1e4, 1e6, 1e20, -1e20, 3.1415927, 1.5707964]
+    return np.array(edges + [-e for e in edges], dtype)
+
+
 def _unary_cases():
     cases = []
     for name, p in REGISTRY.items():
@@ -124,7 +136,7 @@ def _ulps(name):
     return 1 if base in ("pow", "pow_scalar") else 0
 
 
-def _sweep(cases, arrays_per_case, dtype):
+def _sweep(cases, arrays_per_case, dtype, **jit_options):
     """One jitted function runs every case on its own inputs (one plan, so one compile)."""
     n_in = len(arrays_per_case)
 
@@ -142,7 +154,7 @@ def _sweep(cases, arrays_per_case, dtype):
             [o.requires_grad for o in outs]
 
     eager = run(all_cases)
-    jit = run(ng.jit(all_cases))
+    jit = run(ng.jit(all_cases, **jit_options))
     assert eager[2] == jit[2]
     for (name, _), got, want in zip(cases, jit[0], eager[0]):
         _assert_same(got, want, f"{name} forward ({dtype})", _ulps(name))
@@ -155,6 +167,14 @@ def _sweep(cases, arrays_per_case, dtype):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_unary_ops_at_special_values(dtype):
     _sweep(_unary_cases(), [specials(dtype)], dtype)
+
+
+@pytest.mark.parametrize("vector_math", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_vector_math_at_its_range_edges(dtype, vector_math):
+    cases = [(n, lambda x, p=REGISTRY[n]: p(x)) for n in sorted(VMATH)]
+    values = np.concatenate([range_edges(dtype), specials(dtype)])
+    _sweep(cases, [values], dtype, vector_math=vector_math)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -31,10 +31,11 @@ sin_paired, cos_paired = sin, cos  # scalar_vec's are inlined for sin/cos pairs
 @njit(inline="always")
 def sigmoid(x):
     # Split by sign so exp never overflows, as the eager impl does.
+    # (No `+ x * 0`: at +-inf that is NaN, where sigmoid is 1 and 0.)
     if x >= 0:
-        return 1 / (1 + math.exp(-x)) + x * 0
+        return 1 / (1 + math.exp(-x))
     e = math.exp(x)
-    return e / (1 + e) + x * 0
+    return e / (1 + e)
 
 
 @njit(inline="always")
