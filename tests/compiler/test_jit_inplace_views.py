@@ -69,6 +69,13 @@ def _setitem_chain(x):
     return v * v
 
 
+def _augmented_assign(x):
+    v = x * 1.0
+    v[0] *= 3                # getitem, imul on the view, then setitem: all reach v
+    v[:, 1] += v[:, 2]
+    return v
+
+
 def _clamp(x):
     v = x * 1.0
     v.clamp_(-0.5, 0.5)
@@ -98,8 +105,8 @@ def _relu_then_add(x):
 
 
 PROGRAMS = [_v0_mul, _col_add, _t_mul, _reshape_zero, _view_of_view, _view_used_after,
-            _write_root_then_view, _setitem_chain, _clamp, _pow, _mul_tensor, _sin_clamp,
-            _relu_then_add]
+            _write_root_then_view, _setitem_chain, _augmented_assign, _clamp, _pow, _mul_tensor,
+            _sin_clamp, _relu_then_add]
 JITTED = {f.__name__: ng.jit(f) for f in PROGRAMS}
 
 
