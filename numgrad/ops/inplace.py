@@ -42,10 +42,13 @@ def apply_inplace(self, fn, *args, **kwargs):
     if recording and self.grad_fn is None and self._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    traced = type(self._data) is not np.ndarray
+    # Traced: self, or an operand (a concrete tensor made inside a jitted function, updated
+    # with a traced value, becomes traced itself).
+    traced = type(self._data) is not np.ndarray or any(
+        isinstance(a, Tensor) and type(a._data) is not np.ndarray for a in args)
     if self._base is not None and (traced or recording and (
             self._base._requires_grad or self._requires_grad or others)):
-        return _inplace_on_view(self, fn, args, kwargs, recording)
+        return _inplace_on_view(self, fn, args, kwargs, recording, traced)
     src = self
     if traced:
         return _functional_inplace(self, fn, args, kwargs)
@@ -97,7 +100,7 @@ def _snapshot(t):
     return s
 
 
-def _inplace_on_view(view, fn, args, kwargs, recording):
+def _inplace_on_view(view, fn, args, kwargs, recording, traced):
     # The root's history is rewritten as "root with the view's region replaced"
     # (PyTorch's CopySlices; ops.views), and the view becomes that view of the new root.
     base = view._base
@@ -115,7 +118,6 @@ def _inplace_on_view(view, fn, args, kwargs, recording):
     _check_result(view, out)
     if out.dtype is not view.dtype:
         out = out.to(view.dtype)
-    traced = type(view._data) is not np.ndarray
     new_base = _views.write_back(_snapshot(base), chain, out)
     if not traced:
         try:

@@ -69,9 +69,11 @@ def record(out, base, prim, params):
     root, chain = root_and_chain(base)
     out._base = root
     out._view_chain = None if chain is None else chain + ((prim, params),)
-    if is_traced(out) or root._requires_grad:
+    if is_traced(out) or root.grad_fn is not None or not root._requires_grad:
         # Kept (weakly) so that an in-place op on any member of the family can update the
         # others: traced values are rebound, and histories regenerated as PyTorch does.
+        # (Not for views of a leaf that requires grad: an in-place op on that family is
+        # refused while recording, and under no_grad leaves histories as they are.)
         views = root._views if _has_views(root) else None
         if views is None:
             views = root._views = []

@@ -104,9 +104,18 @@ def _relu_then_add(x):
     return v + 2
 
 
+def _fresh_tensor_updated(x):
+    lib = torch if isinstance(x, torch.Tensor) else ng
+    v = lib.zeros(x.shape, dtype=x.dtype)   # concrete, made inside the jitted function
+    a = v[1:]
+    v.add_(x)                               # ... and updated with a traced value
+    v[0].mul_(2)
+    return a * v[:2]
+
+
 PROGRAMS = [_v0_mul, _col_add, _t_mul, _reshape_zero, _view_of_view, _view_used_after,
             _write_root_then_view, _setitem_chain, _augmented_assign, _clamp, _pow, _mul_tensor,
-            _sin_clamp, _relu_then_add]
+            _sin_clamp, _relu_then_add, _fresh_tensor_updated]
 JITTED = {f.__name__: ng.jit(f) for f in PROGRAMS}
 
 
