@@ -12,18 +12,12 @@ import pytest
 import fuzz_programs as F
 
 # Seeds that found bugs, kept: (seed, generator options, what it found).
-# TODO(issue 9, items 3-4): in-place ops on non-leaves and views under jit; being fixed on
-# another branch. Until it lands, those seeds and the campaigns are expected to fail.
-_INPLACE = pytest.mark.xfail(reason="in-place on views / false version errors (issue 9)")
 FOUND = [
     (0, {}, "mean over a dim of an empty (0, 4) input divided by zero in codegen"),
-    pytest.param(8, {"views": False}, "false 'modified by an inplace operation' error under jit",
-                 marks=_INPLACE),
-    pytest.param(93, {}, "in-place add on a view of a detached non-leaf was dropped",
-                 marks=_INPLACE),
-    pytest.param(94, {}, "false version error after pow_ on a non-leaf", marks=_INPLACE),
-    pytest.param(98, {}, "in-place mul on a view differed from the second call on",
-                 marks=_INPLACE),
+    (8, {"views": False}, "false 'modified by an inplace operation' error under jit"),
+    (93, {}, "in-place add on a view of a detached non-leaf was dropped"),
+    (94, {}, "false version error after pow_ on a non-leaf"),
+    (98, {}, "in-place mul on a view differed from the second call on"),
 ]
 
 
@@ -42,7 +36,6 @@ def test_seeds_that_found_bugs(seed, opts, found):
     assert not problems, f"{found}\n{prog.source}\n{problems}"
 
 
-@_INPLACE
 @pytest.mark.parametrize("backend,budget", [("cpu", 6), ("numpy", 60)])
 def test_random_programs_agree_with_eager(backend, budget, request):
     long = request.config.getoption("--long")
