@@ -245,3 +245,15 @@ def test_empty_max_raises_like_torch(fn, error):
     for f in (fn, ng.jit(fn)):
         with pytest.raises(IndexError, match=error):
             f(ng.zeros(0, 3, requires_grad=True))
+
+
+@pytest.mark.xfail(strict=True, reason="kernels are compiled with `reassoc` (needed to vectorise "
+                   "float sums), which lets LLVM fold x * 1e300 * 1e-300 into x * 1: finite "
+                   "where eager overflows to inf. Fixing it needs reductions emitted with "
+                   "explicit partial sums, so that `reassoc` can go.")
+def test_products_of_constants_overflow_as_eagerly():
+    def f(x):
+        return x * 1e300 * 1e-300
+    x = ng.tensor(np.full(16, 1e10))
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(ng.jit(f)(x).numpy(), f(x).numpy())
