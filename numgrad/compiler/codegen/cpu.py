@@ -751,6 +751,11 @@ class StageEmitter:
             if lo is not None:
                 return f"clamp_min({x}, {_literal(lo, dt)})"
             return f"clamp_max({x}, {_literal(hi, dt)})"
+        if name == "fmod" and dt.kind == "f":
+            return f"ffmod({args[0]}, {args[1]})"
+        if name == "erf" and dt == np.float32:
+            # The eager impl computes erf in float64 and rounds once (erff differs near 0).
+            return f"np.float32(erf(np.float64({args[0]})))"
         if name == "relu":
             return f"relu({args[0]}, {_literal(0, dt)})"
         if name == "sign":

@@ -136,11 +136,18 @@ def remainder(a, b):
 
 @njit(inline="always")
 def fmod(a, b):
-    # C's fmod (and torch.fmod): the result takes the dividend's sign.
+    # C's fmod (and torch.fmod) for integers: the result takes the dividend's sign.
     r = a % b
     if r != 0 and (r < 0) != (a < 0):
         r = r - b
     return r
 
 
-HELPERS += ["erf", "log1p", "expm1", "remainder", "fmod"]
+@njit(inline="always")
+def ffmod(a, b):
+    # Floats: C's own fmod, as np.fmod calls it (fmod(-0., y) is -0, fmod(x, inf) is x;
+    # Python's % gives +0 and inf there).
+    return math.fmod(a, b)
+
+
+HELPERS += ["erf", "log1p", "expm1", "remainder", "fmod", "ffmod"]
