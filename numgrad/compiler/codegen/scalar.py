@@ -145,9 +145,9 @@ def fmod(a, b):
 
 @njit(inline="always")
 def ffmod(a, b):
-    # Floats: C's own fmod, as np.fmod calls it (fmod(-0., y) is -0, fmod(x, inf) is x;
-    # Python's % gives +0 and inf there).
-    return math.fmod(a, b)
+    # Floats: C's own fmod, as the eager np.fmod (fmod(-0., y) is -0, fmod(x, inf) is x;
+    # Python's %, which Numba's is, gives +0 and inf there, and rounds when it adds b).
+    return np.fmod(a, b)
 
 
 HELPERS += ["erf", "log1p", "expm1", "remainder", "fmod", "ffmod"]
