@@ -231,7 +231,8 @@ class Scan:
 
     def _array(self, a, path):
         o = self.name(a)
-        terms = [f"{path} is {o}", f"{o}.shape == {a.shape!r}", f"{o}.dtype == {self.name(a.dtype)}"]
+        terms = [f"{path} is {o}", f"{o}.shape == {a.shape!r}",
+                 f"{o}.dtype == {self.name(a.dtype)}"]
         if a.nbytes <= _SMALL_ARRAY:
             terms.append(f"{o}.tobytes() == {self.name(a.tobytes())}")
         else:

@@ -17,7 +17,8 @@ import threading
 import numpy as np
 
 from numgrad.compiler.ir import Eqn, Graph, Var
-from numgrad.errors import TracingError, user_location as where_in_user_code
+from numgrad.errors import TracingError
+from numgrad.errors import user_location as where_in_user_code
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.ops.dispatch import broadcast_shapes
 from numgrad.ops.views import result_standin

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_close, to_numpy
 
 import numgrad as ng
-from conftest import assert_close, to_numpy
 
 W_DATA = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]]
 X_DATA = [1.0, -2.0, 0.5]
@@ -269,7 +269,7 @@ def test_closure_cell_rebinding_and_code_edit_retrace():
     jf = ng.jit(f, backend="numpy")
     x = ng.tensor(X_DATA)
     assert_close(jf(x), to_numpy(x) * 2)
-    k = 3.0   # noqa: F841 - rebinding the cell the closure reads
+    k = 3.0
     assert_close(jf(x), to_numpy(x) * 3)
     f.__code__ = (lambda x: x - k).__code__
     assert_close(jf(x), to_numpy(x) - 3)

@@ -7,9 +7,8 @@ on each backend.
 """
 from __future__ import annotations
 
-import pytest
-
 import fuzz_programs as F
+import pytest
 
 # Seeds that found bugs, kept: (seed, generator options, what it found).
 FOUND = [
