@@ -18,6 +18,15 @@ FOUND = [
     (94, {}, "false version error after pow_ on a non-leaf"),
     (98, {}, "in-place mul on a view differed from the second call on"),
 ]
+# Open: float32 sums of terms near FLT_MAX (the ±3e38 special values). The kernels'
+# fast-math `contract` (FMA) and `reassoc` flags and their chunked summation order decide
+# whether a term or a partial sum overflows: eager gives NaN or a finite sum where jit gives
+# ±inf. Issue 9's follow-up: reductions with explicit partial sums, no reassoc/contract on
+# values that reach a sum.
+_OVERFLOW = pytest.mark.xfail(strict=True, reason="fast-math flags change overflow near "
+                              "FLT_MAX in float32 sums (issue 9 follow-up)")
+FOUND += [pytest.param(seed, {}, "float32 sum overflow differs", marks=_OVERFLOW)
+          for seed in (300004, 300030, 300040)]
 
 
 def _report(failures):
