@@ -16,6 +16,7 @@ from collections import OrderedDict
 import numpy as np
 
 from numgrad import dtypes as _dt
+from numgrad import tracing_hook
 
 
 class device:
@@ -94,11 +95,6 @@ _NONLEAF_GRAD_WARNING = (
     "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.")
 
 
-# Set by the jit tracer while some thread traces: ``_capture(t)`` returns the traced stand-in
-# of a concrete tensor the traced function reached from outside its arguments (a closure,
-# global or attribute), or ``t`` itself where it is a constant. Read before concrete data is
-# used, so a captured parameter becomes an input of the plan instead of a frozen value.
-_capture = None
 
 
 class Tensor:
@@ -249,8 +245,8 @@ class Tensor:
         """
         if self.grad_fn is not None and not self._retains_grad:
             warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
-        if _capture is not None and self._grad is not None:
-            return _capture(self._grad, owner=self)
+        if tracing_hook.capture is not None and self._grad is not None:
+            return tracing_hook.capture(self._grad, owner=self)
         return self._grad
 
     @grad.setter
@@ -304,10 +300,9 @@ class Tensor:
         """
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if _capture is not None and type(self._data) is np.ndarray:
-            lifted = _capture(self)
-            if lifted is not self:
-                return lifted.register_hook(hook)
+        lifted = tracing_hook.standin(self)
+        if lifted is not None:
+            return lifted.register_hook(hook)
         if self.grad_fn is not None:
             interp = getattr(self._data, "_ng_interpreter", None)
             if interp is not None:  # traced: the hook becomes a boundary in the backward graph
@@ -333,10 +328,9 @@ class Tensor:
         (``torch.Tensor.detach``, ``jax.lax.stop_gradient``)."""
         data = self._data
         if type(data) is np.ndarray:
-            if _capture is not None:
-                lifted = _capture(self)
-                if lifted is not self:
-                    return lifted.detach()
+            lifted = tracing_hook.standin(self)
+            if lifted is not None:
+                return lifted.detach()
         elif getattr(data, "_ng_interpreter", None) is not None:
             interp = data._ng_interpreter  # traced: a stop-gradient annotation, and an alias
             out = Tensor._make(interp.detach(data), None, self._vc)
@@ -363,10 +357,9 @@ class Tensor:
         """
         # Like PyTorch: same storage, but its own version counter (that is what makes
         # `.data` unsafe and `detach()` the safe spelling).
-        if _capture is not None and type(self._data) is np.ndarray:
-            lifted = _capture(self)
-            if lifted is not self:
-                return lifted.data
+        lifted = tracing_hook.standin(self)
+        if lifted is not None:
+            return lifted.data
         return Tensor._make(self._data)
 
     @data.setter
@@ -397,10 +390,9 @@ class Tensor:
             if conc is None:
                 raise TypeError("a tensor without concrete data cannot be converted")
             return conc(reason)
-        if _capture is not None:
-            lifted = _capture(self)
-            if lifted is not self:  # the value of a captured tensor would be frozen in
-                return lifted._concrete(reason)
+        lifted = tracing_hook.standin(self)
+        if lifted is not None:  # the value of a captured tensor would be frozen in
+            return lifted._concrete(reason)
         return data
 
     def __array__(self, dtype=None, copy=None):

@@ -100,7 +100,6 @@ class Scan:
         self._seen = set()     # id() of containers / objects / functions already walked
         self._objects = []     # (object, path, depth) whose attributes are walked at the end
         self._attrs = set()    # attribute names any reached code loads
-        self._keep = []
         self._tag = None       # the code object whose walk is adding terms (None: the roots)
 
     def add(self, term):
@@ -113,7 +112,6 @@ class Scan:
         """A name in the guard's namespace bound to ``obj``."""
         n = f"o{len(self.ns)}"
         self.ns[n] = obj
-        self._keep.append(obj)
         return n
 
     # ------------------------------------------------------------- roots

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import threading
 import time
 
 import numpy as np
 
+from numgrad import tracing_hook
 from numgrad.autograd import anomaly
 from numgrad.autograd.graph import Node, edge_of, describe, _FREED, _sequence
 from numgrad.compiler import autodiff, guards, progress, pytree, tracebacks
@@ -27,7 +27,6 @@ from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 from numgrad.viz.source import SourceText
 
-_tensor_module = sys.modules["numgrad.tensor"]  # not ng.tensor, the factory
 
 _ndarray = np.ndarray
 # Plans are built one at a time (Numba compiles under a global lock anyway): threads that
@@ -143,7 +142,7 @@ class CompiledFunction:
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)
-        if _tensor_module._capture is not None and current_tracer() is not None:
+        if tracing_hook.capture is not None and current_tracer() is not None:
             # Called while another function is traced: inline, as JAX does, so the outer plan
             # fuses across it and values traced by the outer function may flow in.
             return self.fn(*args, **kwargs)

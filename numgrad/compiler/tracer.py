@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 
+from numgrad import tracing_hook
 from numgrad.compiler.ir import Eqn, Graph, Var
 from numgrad.errors import TracingError
 from numgrad.errors import user_location as where_in_user_code
@@ -23,7 +24,6 @@ from numgrad.grad_mode import is_grad_enabled
 from numgrad.ops.dispatch import broadcast_shapes
 from numgrad.ops.views import result_standin
 
-_tensor_module = sys.modules["numgrad.tensor"]  # not ng.tensor, the factory
 
 _tls = threading.local()        # .stack: the tracers running on this thread, innermost last
 _active_lock = threading.Lock()
@@ -71,7 +71,7 @@ class Tracer:
         stack.append(self)
         with _active_lock:
             _n_active += 1
-            _tensor_module._capture = _capture
+            tracing_hook.capture = _capture
         return self
 
     def __exit__(self, *exc):
@@ -80,7 +80,7 @@ class Tracer:
         with _active_lock:
             _n_active -= 1
             if _n_active == 0:
-                _tensor_module._capture = None
+                tracing_hook.capture = None
 
     def alias_capture(self, t, stand_in):
         """Make reads of the captured tensor ``t`` see ``stand_in`` (already an input)."""

@@ -10,21 +10,17 @@ the only place tracing plugs into eager code.
 """
 from __future__ import annotations
 
-import sys
-
 import numbers
 
 import numpy as np
 
 from numgrad import dtypes as _dt
+from numgrad import tracing_hook
 from numgrad.autograd import anomaly as _anomaly
 from numgrad.autograd.graph import Node, SavedParam, SavedTensor, edge_of, _sequence
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 from numgrad.ops import views as _views
-
-# The module, not ng.tensor (the factory that shadows it on the package).
-_tensor_module = sys.modules["numgrad.tensor"]
 
 _ndarray = np.ndarray
 _make = Tensor._make
@@ -124,7 +120,7 @@ def to_dtype_prim():
 
 def apply(prim, *args, **params):
     """Evaluate ``prim`` on ``args`` and record its backward node when grad mode asks."""
-    if _tensor_module._capture is not None:  # a trace is running: lift captured tensors
+    if tracing_hook.capture is not None:  # a trace is running: lift captured tensors
         args = _lift(prim, args)
     if prim.kind != OTHER:
         tensors, datas = promote_operands(prim, args)
@@ -170,7 +166,7 @@ def apply(prim, *args, **params):
 
 
 def _lift(prim, args):
-    capture = _tensor_module._capture
+    capture = tracing_hook.capture
     if prim.variadic and args and isinstance(args[0], (list, tuple)):
         return (type(args[0])(capture(a) if type(a) is Tensor else a for a in args[0]),
                 ) + tuple(args[1:])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numgrad import tracing_hook
 from numgrad.ops.registry import defop
 
 
@@ -17,12 +18,11 @@ def normalize_index(index, shape=None):
     if not isinstance(index, tuple):
         index = (index,)
     out = []
-    import sys
-    _tensor_module = sys.modules["numgrad.tensor"]  # (`numgrad.tensor` is also a function)
     for k in index:
         if isinstance(k, Tensor):
-            if _tensor_module._capture is not None and type(k._data) is np.ndarray:
-                k = _tensor_module._capture(k)  # tracing: a captured index is read per call
+            lifted = tracing_hook.standin(k)  # tracing: a captured index is read per call
+            if lifted is not None:
+                k = lifted
             if type(k._data) is not np.ndarray:
                 if k._data.dtype.kind not in "iu":
                     from numgrad.errors import TracingError, user_location

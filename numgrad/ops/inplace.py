@@ -8,18 +8,14 @@ unpack, which is PyTorch's "modified by an inplace operation" error.
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from numgrad import dtypes as _dt
+from numgrad import tracing_hook
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.ops import views as _views
 from numgrad.ops.registry import defop
 from numgrad.tensor import Tensor
-
-# The module, not ng.tensor (the factory that shadows it on the package).
-_tensor_module = sys.modules["numgrad.tensor"]
 
 fill_p = defop("fill", inputs=("x",), params=("value",), node="FillBackward0",
                impl=lambda x, value: np.full(x.shape, value, x.dtype),
@@ -35,8 +31,8 @@ def apply_inplace(self, fn, *args, **kwargs):
     """Run ``fn(self, *args)`` out of place, then make ``self`` hold the result."""
     if not isinstance(self, Tensor):
         raise TypeError(f"in-place op on {type(self).__name__}")
-    if _tensor_module._capture is not None:  # tracing: a captured tensor is written back
-        self = _tensor_module._capture(self)
+    if tracing_hook.capture is not None:  # tracing: a captured tensor is written back
+        self = tracing_hook.capture(self)
     recording = is_grad_enabled()
     others = any(isinstance(a, Tensor) and a._requires_grad for a in args)
     if recording and self.grad_fn is None and self._requires_grad:
