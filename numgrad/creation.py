@@ -80,21 +80,30 @@ def _tensors_to_lists(x):
 
 def _finish(arr, requires_grad, device):
     t = Tensor._make(arr)
+    if device is not None and _device(device).type != "cpu":
+        from numgrad import devices
+        t = Tensor._make(devices.upload(arr, devices.target(device)))  # a leaf on the device
     if requires_grad:
         t._set_requires_grad(True)
-    if device is not None and _device(device).type != "cpu":
-        t = t.to(device)
     return t
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (``torch.tensor``); Python floats give float32.
 
-    Raises TypeError for data numgrad cannot hold (strings, None).
+    Raises TypeError for data numgrad cannot hold (strings, None). An object exporting
+    ``__cuda_array_interface__`` (CuPy, a PyTorch CUDA tensor) is copied on its device.
 
     >>> ng.tensor([1., 2.], requires_grad=True)
     tensor([1., 2.], requires_grad=True)
     """
+    if not isinstance(data, (Tensor, np.ndarray, list, tuple)) and hasattr(
+            data, "__cuda_array_interface__"):
+        from numgrad import devices
+        from numgrad.ops.elementwise import clone
+        t = devices.wrap_cuda_interface(data)
+        t = clone(t) if dtype is None or _dt.as_dtype(dtype) is t.dtype else t.to(dtype)
+        return _finish_device(t, requires_grad, device)
     return _finish(_to_array(data, dtype), requires_grad, device)
 
 
@@ -106,9 +115,23 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     """
     if isinstance(data, Tensor) and (dtype is None or data.dtype is _dt.as_dtype(dtype)):
         return data
+    if not isinstance(data, (Tensor, np.ndarray)) and hasattr(data, "__cuda_array_interface__"):
+        from numgrad import devices
+        t = devices.wrap_cuda_interface(data)  # zero-copy: shares the exporter's memory
+        if dtype is not None and _dt.as_dtype(dtype) is not t.dtype:
+            t = t.to(dtype)
+        return t if device is None else t.to(device)
     if isinstance(data, np.ndarray) and dtype is None:
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
+
+
+def _finish_device(t, requires_grad, device):
+    if device is not None and _device(device) != t.device:
+        t = t.to(device).detach()
+    if requires_grad:
+        t._set_requires_grad(True)
+    return t
 
 
 def from_numpy(a: np.ndarray) -> Tensor:
@@ -236,24 +259,32 @@ def _like(x, dtype):
     return _dt.as_dtype(dtype) if dtype is not None else x.dtype
 
 
+def _like_device(x, device):
+    # As torch: a *_like result is on x's device unless told otherwise.
+    if device is None and type(x._data) is not np.ndarray and x.device.type != "cpu":
+        return x.device
+    return device
+
+
 def zeros_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Zeros with ``x``'s shape (and dtype unless given) (``torch.zeros_like``)."""
-    return _finish(np.zeros(x.shape, _like(x, dtype).np), requires_grad, device)
+    return _finish(np.zeros(x.shape, _like(x, dtype).np), requires_grad, _like_device(x, device))
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Ones with ``x``'s shape (and dtype unless given) (``torch.ones_like``)."""
-    return _finish(np.ones(x.shape, _like(x, dtype).np), requires_grad, device)
+    return _finish(np.ones(x.shape, _like(x, dtype).np), requires_grad, _like_device(x, device))
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
     """An uninitialised tensor shaped like ``x`` (``torch.empty_like``)."""
-    return _finish(np.empty(x.shape, _like(x, dtype).np), requires_grad, device)
+    return _finish(np.empty(x.shape, _like(x, dtype).np), requires_grad, _like_device(x, device))
 
 
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``fill_value`` in ``x``'s shape (and dtype unless given) (``torch.full_like``)."""
-    return _finish(np.full(x.shape, fill_value, _like(x, dtype).np), requires_grad, device)
+    return _finish(np.full(x.shape, fill_value, _like(x, dtype).np), requires_grad,
+                   _like_device(x, device))
 
 
 def rand_like(x, dtype=None, requires_grad=False) -> Tensor:

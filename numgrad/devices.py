@@ -1,22 +1,58 @@
 """devices: moving tensors between devices.
 
-Room: core. The CUDA backend plugs in here (a later stage); until then asking
-for ``cuda`` says so clearly instead of failing somewhere deep.
+Room: core. The CUDA backend (``numgrad.compiler.cuda_*``) plugs in here, imported only
+when a CUDA device is asked for, so CPU-only use never loads it (nor numba.cuda).
+Without a GPU (and without Numba's simulator) asking for ``cuda`` raises one clear error.
 """
 from __future__ import annotations
 
 
 def cuda_is_available() -> bool:
+    """Whether a CUDA device (or Numba's CUDA simulator) can hold tensors."""
     try:
-        from numba import cuda
-        return bool(cuda.is_available())
-    except Exception:  # numba missing or no driver: both mean "no"
+        from numgrad.compiler import cuda_device
+    except ImportError:
         return False
+    return cuda_device.simulated() or cuda_device.available()
 
 
 def transfer(t, device):
-    if device.type == "cpu":
+    """``t`` on ``device``: a differentiable copy (``ToCopyBackward0``)."""
+    from numgrad.ops.device_copy import to_device
+    if device.type == "cuda":
+        from numgrad.compiler import cuda_device
+        cuda_device.check(device.index or 0)
+        if device.index is None:
+            device = type(device)("cuda", 0)
+    if device == t.device:
         return t
-    raise RuntimeError(
-        f"numgrad cannot place tensors on '{device}' yet: the CUDA backend is not part of this "
-        "build. Use device='cpu'.")
+    return to_device(t, device=str(device), src=str(t.device))
+
+
+def target(device):
+    """The device a factory asked for, checked (the clear error when there is none)."""
+    from numgrad.tensor import device as _device
+    device = _device(device)
+    if device.type == "cuda":
+        from numgrad.compiler import cuda_device
+        cuda_device.check(device.index or 0)
+        if device.index is None:
+            device = _device("cuda", 0)
+    return device
+
+
+def upload(a, device):
+    from numgrad.compiler import cuda_array
+    from numgrad.tensor import device as _device
+    return cuda_array.to_device(a, _device(device))
+
+
+def wrap_cuda_interface(obj):
+    """A CUDA tensor sharing the memory of an object exporting ``__cuda_array_interface__``."""
+    from numgrad.compiler import cuda_array
+    from numgrad.tensor import Tensor
+    return Tensor._make(cuda_array.from_interface(obj))
+
+
+def has_cuda_interface(obj):
+    return hasattr(obj, "__cuda_array_interface__") and not hasattr(obj, "_ng_device")

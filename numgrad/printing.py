@@ -74,6 +74,8 @@ def _special(v):
 def tensor_repr(t) -> str:
     data = t._data
     suffix = []
+    if type(data) is not np.ndarray and hasattr(data, "_ng_host"):
+        data = data._ng_host()  # a device tensor prints its values, copied to the host
     if type(data) is not np.ndarray:
         body = getattr(data, "_ng_repr", lambda: f"<{type(data).__name__}>")()
     else:

@@ -160,6 +160,20 @@ class Tensor:
         return getattr(self._data, "_ng_device", _CPU)
 
     @property
+    def __cuda_array_interface__(self):
+        """The CUDA array interface (v3) of a CUDA tensor's memory, for zero-copy exchange
+        with CuPy, PyTorch, Numba; AttributeError on a CPU tensor (as in PyTorch)."""
+        cai = getattr(self._data, "__cuda_array_interface__", None)
+        if cai is None or isinstance(self._data, np.ndarray):
+            raise AttributeError("Can't get __cuda_array_interface__ on non-CUDA tensor type: "
+                                 f"{self.dtype}; use .cuda() first")
+        if self._requires_grad:
+            raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires "
+                               "grad. If gradients aren't required, use var.detach() to get "
+                               "Variable that doesn't require grad.")
+        return cai
+
+    @property
     def is_cuda(self) -> bool:
         """Whether the tensor lives on a CUDA device (``torch.Tensor.is_cuda``)."""
         return self.device.type == "cuda"

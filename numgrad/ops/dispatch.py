@@ -35,7 +35,9 @@ def evaluate(prim, datas, params):
             if interp is not None:
                 return interp.process(prim, datas, params)
     out = prim.impl(*datas, **params)
-    return out if type(out) is _ndarray else np.asarray(out)
+    if type(out) is _ndarray or hasattr(out, "_ng_device"):  # a device payload (to_device)
+        return out
+    return np.asarray(out)
 
 
 def broadcast_shapes(*shapes):

@@ -1,0 +1,128 @@
+"""codegen.cuda_program: runs a rendered CUDA graph: launches, allocations, host steps.
+
+Room: compiler. ``codegen.cuda`` renders the source and the steps; a ``Program`` loads
+the kernels on first call (``numba.cuda.jit`` compiles each for the device at its first
+launch) and runs the steps in order with the inputs' ``CudaArray``s. Launch
+configuration comes from the device's properties (``cuda_device.launch``) and is fixed
+per device, so reductions combine in the same order on every run.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from numgrad.compiler import cuda_array, cuda_device
+from numgrad.compiler.codegen.cuda import TILE
+from numgrad.tensor import device as _device
+
+_CUDA0 = _device("cuda", 0)
+
+
+def _blocks(n, launch):
+    # Enough blocks to fill the device a few times over, never more than the work needs.
+    return max(1, min(math.ceil(n / launch.threads), launch.sms * launch.waves * 8))
+
+
+class Program:
+    """One graph's kernels and host steps; called with the input arrays."""
+
+    def __init__(self, graph, steps, source):
+        self.graph = graph
+        self.steps = steps
+        self.source = source
+        self.kernels = source.count("@cuda.jit")
+        self.disk_hit = False
+        self._fns = None
+        self._consts = None
+
+    def _load(self, device):
+        from numgrad.compiler.codegen import cuda_scalar  # noqa: F401  (its device functions)
+        ns = {}
+        name = f"<numgrad-cuda {self.graph.name}>"
+        exec(compile(self.source, name, "exec"), ns)  # noqa: S102  (our own generated code)
+        self._fns = ns
+        self._consts = {v: cuda_array.to_device(a, device) for v, a in self.graph.consts.items()}
+
+    def __call__(self, arrays):
+        device = _CUDA0
+        for a in arrays:
+            if isinstance(a, cuda_array.CudaArray):
+                device = a._ng_device
+                break
+        if self._fns is None:
+            self._load(device)
+        launch = cuda_device.launch(device.index or 0)
+        env = dict(self._consts)
+        for v, a in zip(self.graph.inputs, arrays):
+            env[v] = a if isinstance(a, cuda_array.CudaArray) else \
+                cuda_array.to_device(np.asarray(a, v.dtype), device)
+        fns = self._fns
+        for st in self.steps:
+            k = st.kernel
+            if st.kind == "group":
+                _, name, ins, outs, finals, n = k
+                for v in outs:
+                    env[v] = cuda_array.empty(v.shape, v.dtype, device)
+                blocks = _blocks(n, launch)
+                parts = [cuda_array.empty((blocks,), r.out.dtype, device) for _, r in finals]
+                fns[name][blocks, launch.threads](*[env[v].buf for v in ins],
+                                                  *[env[v].buf for v in outs],
+                                                  *[p.buf for p in parts])
+                for (fname, r), p in zip(finals, parts):
+                    out = env[r.out] = cuda_array.empty(r.out.shape, r.out.dtype, device)
+                    fns[fname][1, 1](p.buf, blocks, out.buf)
+            elif st.kind == "red":
+                _, name, m = k
+                e = st.obj
+                out = env[e.out] = cuda_array.empty(e.out.shape, e.out.dtype, device)
+                blocks = max(1, min(m, launch.sms * launch.waves * 8))
+                fns[name][blocks, launch.threads](env[e.inputs[0]].buf, out.buf)
+            elif st.kind == "matmul":
+                _, name, (batch, m, n) = k
+                e = st.obj
+                out = env[e.out] = cuda_array.empty(e.out.shape, e.out.dtype, device)
+                grid = (math.ceil(n / TILE), math.ceil(m / TILE), batch)
+                fns[name][grid, (TILE, TILE)](env[e.inputs[0]].buf, env[e.inputs[1]].buf,
+                                              out.buf)
+            elif st.kind == "alias":
+                e = st.obj
+                src = env[e.inputs[0]]
+                env[e.out] = cuda_array.CudaArray(src.buf, e.out.shape, e.out.dtype, device,
+                                                  src.owner)
+            else:
+                env[st.obj.out] = host_step(st.obj, [env[v] for v in st.obj.inputs], device)
+        return [env[v] for v in self.graph.outputs]
+
+
+def host_step(e, ins, device):
+    """An equation the kernels do not cover: its NumPy impl on host copies of its inputs
+    (a hook gets the gradient as a CUDA tensor and may return one)."""
+    if e.prim == "hook":
+        from numgrad.grad_mode import no_grad
+        from numgrad.tensor import Tensor
+        g_arr = ins[0]
+        fn = e.params["fn"]
+        with no_grad():
+            g = Tensor._make(g_arr)
+            r = fn(g)
+        if r is None:
+            return g_arr
+        if not isinstance(r, Tensor):
+            raise TypeError(f"hook returned {type(r).__name__}; a hook must return a Tensor "
+                            "or None")
+        if r.shape != g.shape:
+            raise RuntimeError(f"hook '{getattr(fn, '__name__', 'hook')}' has changed the size "
+                               f"of value: expected {g.shape}, got {r.shape}")
+        if r.device != g.device:
+            raise RuntimeError(f"hook '{getattr(fn, '__name__', 'hook')}' returned a tensor on "
+                               f"{r.device}; the gradient is on {g.device}")
+        out = r._data
+        return out if out.dtype == g_arr.dtype else out.astype(g_arr.dtype)
+    host = [a._ng_host() if isinstance(a, cuda_array.CudaArray) else a for a in ins]
+    if isinstance(e.prim, str):
+        from numgrad.compiler.steps import run_structural
+        out = run_structural(e, host)
+    else:
+        out = e.prim.impl(*host, **e.params)
+    return cuda_array.to_device(np.asarray(out, e.out.dtype), device)
