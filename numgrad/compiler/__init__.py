@@ -36,8 +36,8 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
 
     Options:
 
-    - ``device``: ``"cuda"`` compiles for the CUDA backend; None (default) or ``"cpu"``
-      for the CPU.
+    - ``device``: ``"cuda"`` compiles for the CUDA backend (its tensors must be CUDA
+      tensors); None (default) follows the arguments: CUDA tensors get CUDA plans.
     - ``parallel``: ``"auto"`` (default) compiles a serial tier first and the
       multi-threaded (``prange``) tier at the second call, for loops with enough work;
       ``True`` compiles threads before the first result; ``False`` never uses threads.

@@ -87,7 +87,7 @@ class CompiledFunction:
             vector_math = os.environ.get("NUMGRAD_VECTOR_MATH", "1") != "0"
         self.options = {"parallel": parallel, "fastmath": fastmath, "cache": cache,
                         "verbose": verbose, "vector_math": vector_math}
-        self.backend = backend or ("cuda" if device == "cuda" else "cpu")
+        self.backend = backend or ("cuda" if str(device).startswith("cuda") else "cpu")
         self.remat = remat
         self.verbose = verbose
         self.stats = Stats()
@@ -207,7 +207,8 @@ class Plan:
         self.out_tree = tr.out_tree
         self.n_out = len(tr.outputs)
         self.grad = any(v is not None for v in tr.grads)
-        backend = get_backend(owner.backend)
+        backend = get_backend(_backend_for(owner, [leaves[i] for i in self.tensor_pos]
+                                           + list(tr.captures)))
         opts = dict(owner.options, name=name, generic=generic)  # generic: runtime extents
         wb_vars = [v for _, v in tr.writebacks]
         if self.grad:
@@ -321,7 +322,10 @@ class Plan:
             t = tensors[i]
             if self.grad and arrays[i] is t._data:
                 arrays[i] = arrays[i].copy()
-            t._data[...] = arr
+            if type(t._data) is _ndarray:
+                t._data[...] = arr
+            else:  # a device payload: copy on the device
+                t._data.buf.copy_to_device(arr.buf)
             t._vc.value += tr.bumps[i] if tr.bumps else 1
         node = None
         if self.grad:
@@ -359,11 +363,12 @@ class Plan:
                                                if k in ("parallel", "fastmath", "cache",
                                                         "vector_math")})
         cts = []
+        from numgrad.creation import zeros
         for k, j in enumerate(self.traced.cotangent_of):
             g = grads[k]
             if g is None:
                 shape = self.traced.outputs[j].shape
-                g = Tensor._make(np.zeros(shape, self.traced.outputs[j].dtype))
+                g = zeros(shape, dtype=self.traced.outputs[j].dtype, device=tensors[0].device)
             cts.append(g)
         return self._bwd_fn(*tensors, *cts)
 
@@ -400,6 +405,34 @@ class Plan:
 
 
 _active = threading.local()
+
+
+def _backend_for(owner, tensors):
+    """The backend of a plan: the function's own unless its tensors live on a CUDA device
+    (then "cuda"); tensors on two devices raise PyTorch's error naming both."""
+    devices = []
+    for t in tensors:
+        d = t.device
+        if d not in devices:
+            devices.append(d)
+    want = owner.device
+    if want is not None and str(want) != "cpu":
+        from numgrad.tensor import device as _device
+        want = _device(want)
+        if want.index is None:
+            want = _device("cuda", 0)
+        if want not in devices:
+            devices.insert(0, want)
+    if len(devices) > 1:
+        from numgrad.compiler.cuda_eager import mismatch
+        cuda = [d for d in devices if d.type == "cuda"]
+        other = [d for d in devices if d is not cuda[0]]
+        raise mismatch(cuda[0], other[0])
+    if devices and devices[0].type == "cuda" and owner.backend != "numpy":
+        from numgrad.compiler import cuda_device
+        cuda_device.check(devices[0].index or 0)
+        return "cuda"
+    return owner.backend
 
 
 def _saves_params(tr):

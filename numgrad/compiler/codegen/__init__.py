@@ -3,7 +3,8 @@
 Room: compiler. A backend is ``compile(graph, options) -> Program`` where a
 Program is called with a flat list of input arrays and returns the list of
 output arrays, and exposes ``source`` (str) and ``kernels`` (int). ``numpy``
-is the reference (it runs each impl); ``cpu`` emits fused Numba kernels.
+is the reference (it runs each impl); ``cpu`` emits fused Numba kernels, ``cuda``
+``numba.cuda`` kernels (chosen for a plan whose tensors are CUDA tensors).
 """
 from __future__ import annotations
 
@@ -16,6 +17,6 @@ def get_backend(name):
         from numgrad.compiler.codegen import cpu
         return cpu
     if name == "cuda":
-        raise NotImplementedError("numgrad's CUDA backend is not built yet (a later stage); "
-                                  "use ng.jit(fn) or device='cpu'")
-    raise ValueError(f"unknown backend {name!r}; expected 'cpu' or 'numpy'")
+        from numgrad.compiler.codegen import cuda
+        return cuda
+    raise ValueError(f"unknown backend {name!r}; expected 'cpu', 'cuda' or 'numpy'")

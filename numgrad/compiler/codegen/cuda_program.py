@@ -29,7 +29,7 @@ class Program:
 
     def __init__(self, graph, steps, source):
         self.graph = graph
-        self.steps = steps
+        self.cuda_steps = steps  # (``steps`` is the CPU program's (kind, stage) list)
         self.source = source
         self.kernels = source.count("@cuda.jit")
         self.disk_hit = False
@@ -58,7 +58,7 @@ class Program:
             env[v] = a if isinstance(a, cuda_array.CudaArray) else \
                 cuda_array.to_device(np.asarray(a, v.dtype), device)
         fns = self._fns
-        for st in self.steps:
+        for st in self.cuda_steps:
             k = st.kernel
             if st.kind == "group":
                 _, name, ins, outs, finals, n = k
