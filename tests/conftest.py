@@ -10,10 +10,16 @@ Test modules import these helpers with ``from conftest import ...`` (pytest puts
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
+import os
 
-import numgrad as ng
+# The CUDA tests (tests/cuda) run in Numba's simulator unless told otherwise: it must be
+# chosen before Numba is first imported. NUMBA_ENABLE_CUDASIM=0 tests a real GPU.
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import numgrad as ng  # noqa: E402
 
 # Tolerances per dtype name for value comparisons against torch.
 TOL = {

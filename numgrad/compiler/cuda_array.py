@@ -113,7 +113,8 @@ def to_device(a, device):
     """A NumPy array copied to ``device``."""
     index = _index(device)
     cuda_device.check(index)
-    a = np.ascontiguousarray(a)
+    if not a.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        a = a.copy(order="C")
     if a.dtype.name not in _KINDS:
         raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64 or bool, not "
                         f"{a.dtype}")
