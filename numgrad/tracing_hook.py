@@ -17,7 +17,10 @@ capture = None
 
 def standin(t):
     """The traced stand-in of the concrete tensor ``t`` while a trace runs, else None."""
-    if capture is None or type(t._data) is not np.ndarray:
+    if capture is None:
+        return None
+    d = t._data
+    if type(d) is not np.ndarray and not hasattr(d, "_ng_device"):  # traced already
         return None
     lifted = capture(t)
     return None if lifted is t else lifted

@@ -38,8 +38,9 @@ def current_tracer():
 
 def _capture(t, owner=None):
     tracer = current_tracer()
-    if tracer is None or type(t._data) is not np.ndarray:
-        return t
+    d = t._data
+    if tracer is None or (type(d) is not np.ndarray and not hasattr(d, "_ng_device")):
+        return t  # traced already (device payloads are concrete, as NumPy arrays are)
     return tracer.capture(t, owner)
 
 

@@ -30,6 +30,7 @@ signature): the PTX test compiles each one for sm_90 with the real target.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -279,7 +280,7 @@ def _index_expr(i, shape, strides):
 class Renderer:
     def __init__(self, graph, name, role, threads):
         self.graph = graph
-        self.base = f"{name}_{role}"
+        self.base = re.sub(r"\W", "_", f"{name}_{role}")  # "<lambda>" is no identifier
         self.threads = threads
         self.src = _Src()
         self.kernels = []
