@@ -8,7 +8,6 @@ in Python threads: it is how the CUDA backend is tested on machines without a GP
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 
 NO_DEVICE = (
@@ -72,10 +71,10 @@ def launch(index=0) -> Launch:
     if not available():
         why = "no CUDA driver or GPU is visible to numba.cuda"
         try:
-            cuda.detect
             cuda.get_current_device()
-        except Exception as exc:  # the driver's own reason, first line
-            why = (str(exc).strip().splitlines() or [why])[0].rstrip(":") or why
+        except Exception as exc:  # the driver's own reason, in one line
+            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+            why = " ".join(lines[:2]).rstrip(":. ") or why
         raise RuntimeError(NO_DEVICE.format(why=why))
     n = len(cuda.gpus)
     if index >= n:
@@ -94,6 +93,3 @@ def check(index=0):
     """Raise the clear error unless device ``cuda:index`` (or the simulator) is usable."""
     launch(index or 0)
 
-
-def env_hint():
-    return os.environ.get("NUMBA_ENABLE_CUDASIM", "")
