@@ -17,16 +17,16 @@ import numpy as np
 
 from numgrad import tracing_hook
 from numgrad.autograd import anomaly
-from numgrad.autograd.graph import Node, edge_of, describe, _FREED, _sequence
-from numgrad.compiler import autodiff, guards, progress, pytree, tracebacks
+from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
+from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
 from numgrad.compiler.codegen import get_backend
 from numgrad.compiler.passes import optimize
+from numgrad.compiler.pipeline import Options
 from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, PlanCache
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 from numgrad.viz.source import SourceText
-
 
 _ndarray = np.ndarray
 # Plans are built one at a time (Numba compiles under a global lock anyway): threads that
@@ -85,8 +85,8 @@ class CompiledFunction:
         self.device = device
         if vector_math is None:
             vector_math = os.environ.get("NUMGRAD_VECTOR_MATH", "1") != "0"
-        self.options = {"parallel": parallel, "fastmath": fastmath, "cache": cache,
-                        "verbose": verbose, "vector_math": vector_math}
+        self.options = Options(parallel=parallel, fastmath=fastmath, cache=cache,
+                               verbose=verbose, vector_math=vector_math)
         self.backend = backend or ("cuda" if str(device).startswith("cuda") else "cpu")
         self.remat = remat
         self.verbose = verbose
@@ -180,6 +180,12 @@ class CompiledFunction:
         plan, _ = self._plan(args, kwargs)
         return plan.source()
 
+    def schedule(self, *args, **kwargs):
+        """The fusion plan of this signature (``compiler.schedule``): a tuple of
+        ``Schedule`` (forward, then backward) that prints as a readable listing."""
+        plan, _ = self._plan(args, kwargs)
+        return plan.schedule()
+
 
 class Plan:
     """Everything compiled for one signature: forward (+ backward) programs and metadata."""
@@ -209,16 +215,15 @@ class Plan:
         self.grad = any(v is not None for v in tr.grads)
         backend = get_backend(_backend_for(owner, [leaves[i] for i in self.tensor_pos]
                                            + list(tr.captures)))
-        opts = dict(owner.options, name=name, generic=generic)  # generic: runtime extents
-        wb_vars = [v for _, v in tr.writebacks]
+        opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
+        self.opts = opts
+        # autodiff, partition, passes, schedule, render, compile, load (compiler.pipeline)
+        low = pipeline.lower(tr, self.grad, grad, owner.remat,
+                             [v for _, v in tr.writebacks], backend, opts)
+        self.fwd_graph, self.bwd_graph, self.n_saved = low.fwd_graph, low.bwd_graph, low.n_saved
+        self.fwd, self.bwd = low.fwd, low.bwd
         if self.grad:
-            fwd, bwd, n_saved = autodiff.partition(tr, remat=owner.remat)
-            fwd = fwd.copy(outputs=fwd.outputs + wb_vars)
-            self.n_saved = n_saved
-            self.fwd_graph = optimize(fwd)
-            self.bwd_graph = optimize(bwd)
-            self.fwd = backend.compile(self.fwd_graph, dict(opts, role="fwd"))
-            self.bwd = backend.compile(self.bwd_graph, dict(opts, role="bwd"))
+            n_saved = low.n_saved
             prim_set = set(tr.graph.inputs[:tr.n_primals])
             read = {v for e in self.bwd_graph.eqns for v in e.inputs}
             self.check_inputs = [i for i, v in enumerate(tr.graph.inputs[:tr.n_primals])
@@ -234,12 +239,6 @@ class Plan:
                               or _saves_params(tr))
             programs = [self.fwd, self.bwd]
         else:
-            fwd = autodiff.forward_only(tr)
-            fwd = fwd.copy(outputs=fwd.outputs + wb_vars)
-            self.n_saved = 0
-            self.fwd_graph = optimize(fwd)
-            self.fwd = backend.compile(self.fwd_graph, dict(opts, role="fwd" if not grad
-                                                            else "fwd_nograd"))
             programs = [self.fwd]
         self._joint = None
         if not self.grad:
@@ -289,6 +288,17 @@ class Plan:
                     for e in st.eqns:
                         labels.setdefault(e.out, f"{role} kernel {st.index}")
         return labels
+
+    def schedule(self):
+        from numgrad.compiler import schedule as _schedule
+        graphs = (self.fwd_graph, self.bwd_graph) if self.grad else (self.fwd_graph,)
+        out = []
+        for role, prog, graph in zip(("fwd", "bwd"), self.programs, graphs):
+            # The CPU backend keeps the schedule it rendered; others get one built here
+            # (it does not depend on the backend).
+            s = getattr(prog, "schedule", None)
+            out.append(s if s is not None else _schedule.build(graph, self.opts.but(role=role)))
+        return _schedule.Schedules(out)
 
     def source(self):
         roles = ("forward", "backward") if self.grad else ("forward",)
@@ -359,9 +369,9 @@ class Plan:
         if self._bwd_fn is None:
             from numgrad.compiler.runtime import CompiledFunction
             self._bwd_fn = CompiledFunction(self._make_bwd_fn(), backend=self.owner.backend,
-                                            **{k: v for k, v in self.owner.options.items()
-                                               if k in ("parallel", "fastmath", "cache",
-                                                        "vector_math")})
+                                            **{k: getattr(self.owner.options, k)
+                                               for k in ("parallel", "fastmath", "cache",
+                                                         "vector_math")})
         cts = []
         from numgrad.creation import zeros
         for k, j in enumerate(self.traced.cotangent_of):
@@ -438,7 +448,7 @@ def _backend_for(owner, tensors):
 def _saves_params(tr):
     # Eager nodes of these equations keep index arrays as saved tensors (PyTorch's
     # IndexBackward0 / CopySlices do): a second backward must fail there too.
-    return any(not isinstance(e.prim, str) and e.prim.saves is not None and e.prim.saves(e.params)
+    return any(e.prim.saves is not None and e.prim.saves(e.params)
                for e in tr.graph.eqns[:tr.n_fwd_eqns] if e.ann.get("grad"))
 
 

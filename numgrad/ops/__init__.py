@@ -11,7 +11,7 @@ from numgrad.ops.elementwise import where
 from numgrad.ops.api import (
     neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, clone,
     mul, div, maximum, minimum, eq, ne, lt, le, gt, ge,
-    logical_and, logical_or, logical_not, erf, log1p, expm1, remainder, fmod,
+    logical_and, logical_or, logical_not, erf, log1p, expm1, remainder, fmod, hypot,
 )
 from numgrad.ops.reduction import sum, mean, amax, amin, max, min, argmax, argmin
 from numgrad.ops.layout import (
@@ -23,6 +23,7 @@ from numgrad.ops.linalg import matmul
 from numgrad.ops.methods import pow, clamp, to, add, sub
 from numgrad.ops import inplace  # noqa: F401  (registers fill/copy)
 from numgrad.ops import device_copy  # noqa: F401  (registers to_device)
+from numgrad.ops import structural  # registers detach and hook
 from numgrad.ops.composites import (
     softplus, gelu, leaky_relu, elu, silu, var, std, norm, prod, cumsum, flip, roll,
     index_select, gather, scatter_add, masked_fill, narrow, split, chunk, unbind, repeat, tile,
