@@ -15,6 +15,7 @@ import numpy as np
 from numgrad.compiler import cuda_array
 from numgrad.compiler.codegen import cuda as _cuda
 from numgrad.compiler.ir import Eqn, Graph, Var
+from numgrad.ops.device_copy import to_device as _to_device
 from numgrad.ops.dispatch import broadcast_shapes
 from numgrad.tensor import device as _device
 
@@ -83,15 +84,18 @@ class CudaEager:
         for d in datas:
             if type(d) is np.ndarray and d.ndim != 0:
                 raise mismatch(device, "cpu")
-        if prim.name == "to_device":
+        if prim is _to_device:
             return _move(datas[0], _device(params["device"]))
         ins = [Var(i, d.shape, d.dtype) for i, d in enumerate(datas)]
         shape, dtype = self._abstract(prim, ins, params)
         out = Var(len(ins), shape, dtype)
         eqn = Eqn(prim, ins, params, out)
-        host = _cuda.classify(eqn) == "host"
-        key = None if host else (prim.name, _param_key(params),
-                                 tuple((d.shape, d.dtype.str) for d in datas), device)
+        host = prim.role == "host" and not prim.blas and not prim.view
+        pkey = _param_key(params)
+        # Not cached: host steps (nothing to compile), and params NumPy prints abridged
+        # (large index arrays), whose repr would not tell them apart.
+        key = None if host or "..." in str(pkey) else (
+            prim.name, pkey, tuple((d.shape, d.dtype.str) for d in datas), device)
         prog = self.programs.get(key) if key is not None else None
         if prog is None:
             graph = Graph(ins, [eqn], [out], name=prim.name)

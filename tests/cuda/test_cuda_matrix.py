@@ -82,3 +82,10 @@ def test_eager_kernels_cached_per_op_and_shape():
     assert INTERPRETER.compiles == before
     ng.ones(6, device="cuda").exp()
     assert INTERPRETER.compiles == before + 1
+
+
+def test_cuda_helpers_cover_the_cpu_helpers():
+    # The registry's lowerings name helpers of codegen.scalar; CUDA source reads the same
+    # names from codegen.cuda_scalar.
+    from numgrad.compiler.codegen import cuda_scalar, scalar
+    assert [n for n in scalar.HELPERS if not hasattr(cuda_scalar, n)] == []

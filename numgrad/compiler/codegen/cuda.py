@@ -1,31 +1,34 @@
-"""codegen.cuda: a graph rendered as ``numba.cuda`` kernels and the host steps between them.
+"""codegen.cuda: a schedule rendered as ``numba.cuda`` kernels and the steps between them.
 
-Room: compiler. The CUDA renderer. It reads each equation's scalar lowering from the
-registry (the same templates the CPU renderer reads; ``cuda_scalar`` defines the
-helpers they name for the device) and decides only what is CUDA's own:
+Room: compiler. The CUDA renderer of ``compiler.schedule``: the fusion decisions
+(which equations share a loop, what each loop reads, computes, reduces and writes) are
+the schedule's, and every scalar expression is the registry's ``scalar`` lowering
+(``cuda_scalar`` defines the helpers it names for the device). What is CUDA's own:
 
-- **elementwise** equations of one shape run in one kernel with a grid-stride loop over
-  the flat index; values that never leave the kernel stay in registers. Broadcast,
-  ``expand`` and ``permute`` reads are strided reads of an input (literal strides).
-- **full reductions** (``sum``/``mean``/``amax``/``amin`` over every dim) fold into the
-  kernel that computes their input: each thread accumulates, each block reduces in
-  shared memory into its slot of a partials buffer, and a one-thread final pass combines
-  the slots in order. The grid is fixed per device and shape, so every run adds in the
-  same order: the same bits, as the CPU's fixed chunks give.
-- **partial reductions** (some dims): one block per output element (grid-stride over
-  them), threads stride over the reduced elements, a shared-memory tree combines them.
-- **matmul** (1-d/2-d operands, or a batch with equal batch dims or a 2-d right side):
-  a tiled shared-memory kernel (16x16 tiles). cuBLAS via nvmath-python is not used: it
-  is not a dependency here, and the simulator could not test it.
-- **reshape** and ``detach`` cost nothing (every value is a C-ordered flat buffer);
-- everything else (gathers, cat, cumsum, argmax, hooks...) is a **host step**: the
-  op's NumPy impl on a host copy, its result copied back (hooks get CUDA tensors).
+- **a loop** becomes a kernel with a grid-stride loop over its flat index; each array
+  it reads is indexed by literal strides from that index (broadcast dims: stride 0);
+  values that never leave the loop stay in registers.
+- **full reductions** in a loop: each thread accumulates, each block reduces in shared
+  memory into its slot of a partials buffer, and a one-thread final pass combines the
+  slots in order. The grid is fixed per device and shape, so every run combines in the
+  same order: the same bits on every run, as the CPU's fixed chunks give.
+- **partial reductions** (some dims): the loop writes the reduction's input (unless it
+  is an array already), then a kernel reduces it with one block per output element
+  (grid-stride over them), threads striding over the reduced elements and a
+  shared-memory tree combining them: deterministic too, and no atomics.
+- **host steps** the device can run itself: matmul (``blas`` in the registry: 1-d/2-d
+  operands, or batches with equal batch dims or a 2-d right side) as a 16x16 tiled
+  shared-memory kernel (cuBLAS via nvmath-python is not used: it is no dependency here,
+  and the simulator could not test it); a one-input view op (``permute``, slicing...) as
+  a gather through an index map made by running the op's own impl on ``arange`` at
+  render time. Everything else runs on the host: the op's NumPy impl on a host copy,
+  copied back; a hook (``effects``: calls_user) gets the gradient as a CUDA tensor.
+- **layout aliases** (reshape) cost nothing: every value is a C-ordered flat buffer.
 
-Shapes are static: every extent and stride is a literal. ``compile`` returns a
-``Program`` called with the inputs' ``CudaArray``s (or NumPy arrays, uploaded) that
-returns the outputs' ``CudaArray``s; ``program.source`` is the CUDA source.
-Every kernel rendered in this process is listed in ``RENDERED`` (name, source,
-signature): the PTX test compiles each one for sm_90 with the real target.
+Shapes are static (a CUDA plan is never shape-generic): extents and strides are
+literals. ``compile`` returns a ``cuda_program.Program`` called with the inputs'
+``CudaArray``s; ``program.source`` is the CUDA source. Every kernel rendered in this
+process is listed in ``RENDERED`` (name, source, Numba signature) for the PTX test.
 """
 from __future__ import annotations
 
@@ -35,13 +38,12 @@ import re
 import numpy as np
 
 from numgrad.compiler import cuda_device
-from numgrad.compiler.ir import Eqn
+from numgrad.compiler import schedule as _schedule
+from numgrad.compiler.schedule import Alias, HostStep, Loop, Reduce
 
 TILE = 16
 _TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
-_FULL_RED = {"sum": "add", "mean": "add", "amax": "max", "amin": "min"}
-# Rendered kernels, by source text: (kernel name, source, Numba signature). The PTX test
-# compiles every one with the real CUDA target.
+# Rendered kernels, by (name, source): (kernel name, source, Numba signature).
 RENDERED = {}
 
 
@@ -71,197 +73,40 @@ def literal(value, dtype):
     return f"np.{dtype.name}({v!r})"
 
 
-def scalar_expr(e, args):
-    """The expression of an elementwise equation over its operand expressions.
+class Spell:
+    """Typed literals and casts for the registry's scalar lowerings, in CUDA source."""
 
-    The registry's template, with the cases that template cannot say alone (typed
-    literals, special exponents); the CPU renderer spells the same cases."""
-    if isinstance(e.prim, str):  # detach
-        return args[0]
-    name, dt = e.prim.name, e.out.dtype
-    p = e.params
-    if name in ("expand", "permute"):  # the read is strided; the value passes through
-        return args[0]
-    if name == "to_dtype":
-        if dt == np.bool_:
-            return f"({args[0]} != 0)"
-        return f"np.{dt.name}({args[0]})"
-    if name == "pow_scalar":
-        x, q = args[0], p["exponent"]
-        special = {2: f"({x} * {x})", 3: f"({x} * {x} * {x})", 1: x, 0.5: f"sqrt({x})",
-                   -0.5: f"({literal(1, dt)} / sqrt({x}))", -1: f"({literal(1, dt)} / {x})"}
-        if q in special:
-            return special[q]
-        return f"power({x}, {literal(q, dt)})"
-    if name == "pow_scalar_grad":  # dy * p * x**(p-1)
-        q = p["exponent"]
-        dy, x = args
-        if q == 0:
-            return f"({dy} * {literal(0, dt)})"
-        if q == 1:
-            return dy
-        if q == 2:
-            return f"({dy} * ({x} * {literal(2, dt)}))"
-        return f"({dy} * ({literal(q, dt)} * power({x}, {literal(q - 1, dt)})))"
-    if name == "clamp":
-        lo, hi, x = p["min"], p["max"], args[0]
-        if lo is not None and hi is not None:
-            return f"clamp({x}, {literal(lo, dt)}, {literal(hi, dt)})"
-        if lo is not None:
-            return f"clamp_min({x}, {literal(lo, dt)})"
-        return f"clamp_max({x}, {literal(hi, dt)})"
-    if name == "fmod" and dt.kind == "f":
-        return f"ffmod({args[0]}, {args[1]})"
-    if name == "erf" and dt == np.float32:
-        return f"np.float32(erf(np.float64({args[0]})))"
-    if name == "relu":
-        return f"relu({args[0]}, {literal(0, dt)})"
-    if name == "sign":
-        return args[0] if dt == np.bool_ else \
-            f"sign({args[0]}, {literal(0, dt)}, {literal(1, dt)})"
-    if name == "pow" and dt.kind in "iu":
-        return f"ipower({args[0]}, {args[1]})"
-    if name == "abs" and dt == np.bool_:
-        return args[0]
-    return e.prim.lowering.format(*args, **p)
+    @staticmethod
+    def lit(value, dtype):
+        return literal(value, dtype)
+
+    @staticmethod
+    def cast(expr, dtype):
+        return f"np.{np.dtype(dtype).name}({expr})"
 
 
-# ------------------------------------------------------------------ classify
-def _dims(dim, ndim):
-    if dim is None:
-        return tuple(range(ndim))
-    if isinstance(dim, int):
-        dim = (dim,)
-    return tuple(sorted(d % ndim for d in dim)) if ndim else ()
+SPELL = Spell()
 
 
-def classify(e):
-    """What the CUDA backend does with an equation: "ew", "red", "matmul", "alias", "host"."""
-    if isinstance(e.prim, str):
-        return "alias" if e.prim == "detach" else "host"
-    vs = list(e.inputs) + [e.out]
-    if any(v.dtype.name not in _TYPES for v in vs):
-        return "host"
-    name, kind = e.prim.name, e.prim.kind
-    if name == "reshape":
-        return "alias"
-    if kind in ("elementwise", "compare"):
-        return "ew" if e.prim.lowering is not None else "host"
-    if name in ("where", "to_dtype", "expand", "permute"):
-        return "ew"
-    if name in _FULL_RED:
-        return "red"
-    if name == "matmul" and _matmul_dims(e) is not None:
-        return "matmul"
-    return "host"
+def _arr(dt):
+    return f"{_TYPES[np.dtype(dt).name]}[::1]"
 
 
-def _matmul_dims(e):
-    """(batch, M, K, N, x batched, y batched) for the kernel, or None (host step)."""
-    x, y = e.inputs
-    if x.dtype != y.dtype or x.dtype.kind != "f" or x.ndim == 0 or y.ndim == 0:
-        return None
-    xs = (1,) + x.shape if x.ndim == 1 else x.shape
-    ys = y.shape + (1,) if y.ndim == 1 else y.shape
-    bx, by = xs[:-2], ys[:-2]
-    if by and bx != by:
-        return None   # broadcast batches: the host's NumPy matmul
-    batch = _size(bx)
-    if batch > 65535:
-        return None
-    return batch, xs[-2], xs[-1], ys[-1], bool(bx), bool(by)
-
-
-# ------------------------------------------------------------------- plan
-class Group:
-    """One elementwise kernel: eqns of one output shape, maybe full reductions at the end."""
-
-    def __init__(self, shape):
-        self.shape = tuple(shape)
-        self.eqns = []
-        self.reds = []        # full reductions folded in
-        self.locals = set()   # values computed in the kernel
-        self.red_outs = set()
-
-
-class Step:
-    def __init__(self, kind, obj):
-        self.kind = kind      # "group" | "red" | "matmul" | "alias" | "host"
-        self.obj = obj        # Group or Eqn
-        self.kernel = None    # (name, fn, launch info)
-
-
-def _read_strides(v, out_shape, e=None):
-    """Strides (in elements of ``v``) per dim of ``out_shape`` with which an element of the
-    output reads ``v``: broadcast dims read with stride 0; ``permute`` reads its input
-    with the permuted strides."""
-    if e is not None and not isinstance(e.prim, str) and e.prim.name == "permute":
-        src = _cstrides(v.shape)
-        return [src[d % v.ndim] for d in e.params["dims"]]
-    src = _cstrides(v.shape)
-    lead = len(out_shape) - len(v.shape)
+def _read_strides(shape, loop_shape):
+    """Per dim of ``loop_shape``: the stride (in elements) at which an array of ``shape``
+    is read, 0 where it broadcasts."""
+    shape = tuple(shape)
+    src = _cstrides(shape)
+    lead = len(loop_shape) - len(shape)
     out = []
-    for d, s in enumerate(out_shape):
+    for d in range(len(loop_shape)):
         k = d - lead
-        out.append(0 if k < 0 or v.shape[k] == 1 else src[k])
+        out.append(0 if k < 0 or shape[k] == 1 else src[k])
     return out
 
 
-def plan(graph):
-    steps = []
-    cur = None
-    for e in graph.eqns:
-        kind = classify(e)
-        if kind == "ew":
-            strided = not isinstance(e.prim, str) and e.prim.name in ("expand", "permute")
-            reads_local = cur is not None and any(v in cur.locals for v in e.inputs)
-            if (cur is None or cur.shape != e.out.shape or
-                    any(v in cur.red_outs for v in e.inputs) or (strided and reads_local)):
-                cur = Group(e.out.shape)
-                steps.append(Step("group", cur))
-            cur.eqns.append(e)
-            cur.locals.add(e.out)
-            continue
-        if kind == "red":
-            x = e.inputs[0]
-            full = len(_dims(e.params["dim"], x.ndim)) == x.ndim
-            if full:
-                if cur is None or cur.shape != x.shape or x in cur.red_outs:
-                    cur = Group(x.shape)
-                    steps.append(Step("group", cur))
-                cur.reds.append(e)
-                cur.red_outs.add(e.out)
-                continue
-            steps.append(Step("red", e))
-        elif kind == "alias":
-            # Free at run time. Unless it reads a value of the open kernel, it goes before
-            # that kernel, which may then go on (a reshape between two elementwise chains).
-            if cur is not None and not any(v in cur.locals or v in cur.red_outs
-                                           for v in e.inputs):
-                at = next(i for i, st in enumerate(steps) if st.obj is cur)
-                steps.insert(at, Step("alias", e))
-                continue
-            steps.append(Step("alias", e))
-        else:
-            steps.append(Step(kind, e))
-        cur = None
-    return steps
-
-
-# ------------------------------------------------------------------- render
-class _Src:
-    def __init__(self):
-        self.lines = []
-
-    def __call__(self, depth, text):
-        self.lines.append("    " * depth + text)
-
-    def text(self):
-        return "\n".join(self.lines) + "\n"
-
-
 def _index_expr(i, shape, strides):
-    """The element offset read at flat output index ``i`` with per-dim ``strides``."""
+    """The element offset read at flat index ``i`` of ``shape`` with per-dim ``strides``."""
     if not shape:
         return "0"
     inner = _cstrides(shape)
@@ -277,15 +122,66 @@ def _index_expr(i, shape, strides):
     return " + ".join(terms) if terms else "0"
 
 
+def matmul_dims(e):
+    """(batch, M, K, N, x batched, y batched) for the tiled kernel, or None (host)."""
+    x, y = e.inputs
+    if x.dtype != y.dtype or x.dtype.kind != "f" or x.ndim == 0 or y.ndim == 0:
+        return None
+    xs = (1,) + x.shape if x.ndim == 1 else x.shape
+    ys = y.shape + (1,) if y.ndim == 1 else y.shape
+    bx, by = xs[:-2], ys[:-2]
+    if by and bx != by:
+        return None   # broadcast batches: the host's NumPy matmul
+    batch = _size(bx)
+    if batch > 65535 or _size(e.out.shape) == 0:
+        return None
+    return batch, xs[-2], xs[-1], ys[-1], bool(bx), bool(by)
+
+
+def gather_map(e):
+    """The flat source index of every output element of a one-input data-movement op
+    (a view: permute, slicing, expand...), from the op's own impl run on ``arange``;
+    None where the op is not one."""
+    if not e.prim.view or len(e.inputs) != 1 or e.prim.effects:
+        return None
+    x = e.inputs[0]
+    try:
+        idx = np.asarray(e.prim.impl(np.arange(_size(x.shape), dtype=np.int64)
+                                     .reshape(x.shape), **e.params))
+    except Exception:  # noqa: BLE001  (an impl that needs real data: a host step)
+        return None
+    if idx.shape != tuple(e.out.shape) or idx.dtype != np.int64:
+        return None
+    return np.ascontiguousarray(idx).reshape(-1)
+
+
+# ------------------------------------------------------------------- render
+class _Src:
+    def __init__(self):
+        self.lines = []
+
+    def __call__(self, depth, text):
+        self.lines.append("    " * depth + text)
+
+    def text(self):
+        return "\n".join(self.lines) + "\n"
+
+
 class Renderer:
-    def __init__(self, graph, name, role, threads):
-        self.graph = graph
-        self.base = re.sub(r"\W", "_", f"{name}_{role}")  # "<lambda>" is no identifier
+    """Renders kernels into one source; ``kernels`` lists (name, Numba signature)."""
+
+    def __init__(self, sched, threads):
+        self.graph = sched.graph  # (temporaries are new values of it)
+        self.base = re.sub(r"\W", "_", f"{sched.name}_{sched.role}")  # "<lambda>": no name
         self.threads = threads
         self.src = _Src()
         self.kernels = []
-        self.consts = graph.consts
         self._names = {}
+        self._n = 0
+
+    def name(self, tag=""):
+        self._n += 1
+        return f"{self.base}_k{self._n - 1}{tag}"
 
     def arg(self, v):
         n = self._names.get(v)
@@ -293,72 +189,14 @@ class Renderer:
             n = self._names[v] = f"v{len(self._names)}"
         return n
 
-    def lit(self, v):
-        """A size-1 constant spelled inline, else None."""
-        a = self.consts.get(v)
-        if a is not None and a.size == 1:
-            return literal(a.reshape(-1)[0], v.dtype)
-        return None
-
-    # One kernel: its own source block; returns (name, parameter Vars, signature)
-    def _header(self, kname, params):
+    def _header(self, kname, params, sig):
         self.src(0, "")
         self.src(0, "@cuda.jit")
         self.src(0, f"def {kname}({', '.join(params)}):")
-
-    def group(self, k, g, needed):
-        """A grid-stride elementwise kernel (+ folded full reductions)."""
-        kname = f"{self.base}_k{k}"
-        shape = g.shape
-        n = _size(shape)
-        ins, reads = [], {}
-        for e in g.eqns + g.reds:
-            for v in e.inputs:
-                if v in g.locals or v in reads or self.lit(v) is not None:
-                    continue
-                strided = (not isinstance(e.prim, str) and e.prim.name in ("expand", "permute"))
-                strides = _read_strides(v, shape, e if strided else None)
-                reads[v] = strides
-                ins.append(v)
-        outs = [e.out for e in g.eqns if e.out in needed]
-        parts = [f"p{j}" for j in range(len(g.reds))]
-        params = [self.arg(v) for v in ins] + [self.arg(v) for v in outs] + parts
-        sig = ([_arr(v.dtype) for v in ins] + [_arr(v.dtype) for v in outs]
-               + [_arr(_acc_dtype(r)) for r in g.reds])
-        s = self.src
-        self._header(kname, params)
-        s(1, "i = cuda.grid(1)")
-        s(1, "step = cuda.gridsize(1)")
-        for j, r in enumerate(g.reds):
-            self._shared(1, f"acc{j}", _acc_dtype(r))
-            s(1, f"acc{j} = {literal(_identity(r), _acc_dtype(r))}")
-        s(1, f"while i < {n}:")
-        env = {}
-        for v in ins:
-            idx = _index_expr("i", shape, reads[v]) if _size(v.shape) > 1 else "0"
-            env[v] = f"x_{self.arg(v)}"
-            s(2, f"{env[v]} = {self.arg(v)}[{idx}]")
-        for e in g.eqns:
-            args = [env.get(v) or self.lit(v) for v in e.inputs]
-            env[e.out] = f"t_{self.arg(e.out)}"
-            s(2, f"{env[e.out]} = {scalar_expr(e, args)}")
-            if e.out in needed:
-                s(2, f"{self.arg(e.out)}[i] = {env[e.out]}")
-        for j, r in enumerate(g.reds):
-            x = env.get(r.inputs[0]) or self.lit(r.inputs[0])
-            ad = _acc_dtype(r)
-            if r.inputs[0].dtype != ad:
-                x = f"np.{ad.name}({x})"
-            s(2, f"acc{j} = {_combine(_FULL_RED[r.prim.name], f'acc{j}', x)}")
-        s(2, "i += step")
-        for j, r in enumerate(g.reds):
-            self._block_reduce(1, f"acc{j}", _acc_dtype(r), _FULL_RED[r.prim.name],
-                               f"p{j}[cuda.blockIdx.x] = ")
         self.kernels.append((kname, sig))
-        return kname, ins, outs
 
     def _shared(self, d, acc, dt):
-        self.src(d, f"sm_{acc} = cuda.shared.array({self.threads}, {_TYPES[dt.name]})")
+        self.src(d, f"sm_{acc} = cuda.shared.array({self.threads}, {_TYPES[np.dtype(dt).name]})")
 
     def _block_reduce(self, d, acc, dt, combine, store):
         """Tree reduction of ``acc`` over the block in shared memory (declared by
@@ -370,74 +208,163 @@ class Renderer:
         s(d, "half = cuda.blockDim.x // 2")
         s(d, "while half > 0:")
         s(d + 1, "if tid < half:")
-        s(d + 2, f"sm_{acc}[tid] = {_combine(combine, f'sm_{acc}[tid]', f'sm_{acc}[tid + half]')}")
+        both = combine.scalar([f"sm_{acc}[tid]", f"sm_{acc}[tid + half]"], dt, {}, SPELL)
+        s(d + 2, f"sm_{acc}[tid] = {both}")
         s(d + 1, "cuda.syncthreads()")
         s(d + 1, "half //= 2")
         s(d, "if tid == 0:")
         s(d + 1, f"{store}sm_{acc}[0]")
 
-    def final(self, k, j, r, count):
-        """The deterministic last pass of a full reduction: one thread, slots in order."""
-        kname = f"{self.base}_k{k}_final{j}"
-        ad, od = _acc_dtype(r), r.out.dtype
+    # ---------------------------------------------------------------- loops
+    def loop(self, L, literals):
+        """A schedule Loop as one grid-stride kernel. Returns the launch step."""
+        S = _schedule.cshape(L.shape)
+        n = _size(S)
+        kname = self.name()
+        full = [r for r in L.body if isinstance(r, Reduce) and r.full]
+        part = [r for r in L.body if isinstance(r, Reduce) and not r.full]
+        ins, seen = [], set()
+
+        def need(ref):
+            if ref.kind in ("array", "scalar") and ref.var not in seen:
+                seen.add(ref.var)
+                ins.append(ref.var)
+        for ref in L.hoisted:
+            need(ref)
+        for st in L.body:
+            for ref in ([st.arg] if isinstance(st, Reduce) else st.args):
+                need(ref)
+        stored = [st.out for st in L.body if not isinstance(st, Reduce) and st.store]
+        # A partial reduction reduces an array of the loop's shape: its input, stored by
+        # this loop unless it is such an array already (or stored anyway).
+        temps, red_src = [], {}
+        for r in part:
+            a = r.arg
+            if (a.kind == "array" and _schedule.cshape(a.shape) == S) or a.var in stored:
+                red_src[id(r)] = a.var
+            else:
+                t = self.graph.new_var(S, a.var.dtype)
+                temps.append(t)
+                red_src[id(r)] = t
+        outs = stored + temps
+        params = ([self.arg(v) for v in ins] + [self.arg(v) for v in outs]
+                  + [f"p{j}" for j in range(len(full))])
+        sig = ([_arr(v.dtype) for v in ins] + [_arr(v.dtype) for v in outs]
+               + [_arr(r.dtype) for r in full])
         s = self.src
-        self._header(kname, ["parts", "nparts", "out"])
+        self._header(kname, params, sig)
+        s(1, "i = cuda.grid(1)")
+        s(1, "step = cuda.gridsize(1)")
+        for j, r in enumerate(full):
+            self._shared(1, f"acc{j}", r.dtype)
+            s(1, f"acc{j} = {SPELL.lit(r.identity.value, r.dtype)}")
+        env = {}
+        for ref in L.hoisted:
+            if ref.kind == "literal":
+                env[ref.var] = SPELL.lit(ref.literal.value, ref.literal.dtype)
+            else:
+                env[ref.var] = f"h_{self.arg(ref.var)}"
+                s(1, f"{env[ref.var]} = {self.arg(ref.var)}[0]")
+        s(1, f"while i < {n}:")
+
+        def expr(ref):
+            if ref.kind == "literal":
+                return SPELL.lit(ref.literal.value, ref.literal.dtype)
+            if ref.var in env:
+                return env[ref.var]
+            if ref.kind == "array":
+                name = f"x_{self.arg(ref.var)}"
+                idx = (_index_expr("i", S, _read_strides(_schedule.cshape(ref.shape), S))
+                       if _size(ref.shape) > 1 else "0")
+                s(2, f"{name} = {self.arg(ref.var)}[{idx}]")
+                env[ref.var] = name
+                return name
+            lit = literals.get(ref.var)
+            if lit is not None:
+                return SPELL.lit(lit.value, lit.dtype)
+            raise AssertionError(f"no value for {ref}")
+
+        for st in L.body:
+            if isinstance(st, Reduce):
+                x = expr(st.arg)
+                if st.full:
+                    if np.dtype(st.arg.var.dtype) != np.dtype(st.dtype):
+                        x = SPELL.cast(x, st.dtype)
+                    j = full.index(st)
+                    s(2, f"acc{j} = {st.combine.scalar([f'acc{j}', x], st.dtype, {}, SPELL)}")
+                elif red_src[id(st)] in temps:
+                    s(2, f"{self.arg(red_src[id(st)])}[i] = {x}")
+                continue
+            value = st.op.scalar([expr(a) for a in st.args], st.dtype, st.params, SPELL)
+            env[st.out] = f"t_{self.arg(st.out)}"
+            s(2, f"{env[st.out]} = {value}")
+            if st.store:
+                s(2, f"{self.arg(st.out)}[i] = {env[st.out]}")
+        s(2, "i += step")
+        for j, r in enumerate(full):
+            self._block_reduce(1, f"acc{j}", r.dtype, r.combine, f"p{j}[cuda.blockIdx.x] = ")
+        finals = [(self.final(r), r) for r in full]
+        reduces = [(self.reduce(r, S), r, red_src[id(r)]) for r in part]
+        return ("loop", kname, ins, outs, finals, n, reduces)
+
+    def final(self, r):
+        """The deterministic last pass of a full reduction: one thread, slots in order."""
+        kname = self.name("_final")
+        s = self.src
+        od = np.dtype(r.out.dtype)
+        self._header(kname, ["parts", "nparts", "out"], [_arr(r.dtype), "int64", _arr(od)])
         s(1, "if cuda.grid(1) == 0:")
         s(2, "acc = parts[0]")
         s(2, "for j in range(1, nparts):")
-        s(3, f"acc = {_combine(_FULL_RED[r.prim.name], 'acc', 'parts[j]')}")
-        if r.prim.name == "mean":
-            s(2, f"acc = acc / {literal(count, ad)}")
-        s(2, f"out[0] = {'acc' if ad == od else f'np.{od.name}(acc)'}")
-        self.kernels.append((kname, [_arr(ad), "int64", _arr(od)]))
+        s(3, f"acc = {r.combine.scalar(['acc', 'parts[j]'], r.dtype, {}, SPELL)}")
+        if r.mean:
+            s(2, f"acc = acc / {SPELL.lit(r.count, r.dtype)}")
+        s(2, f"out[0] = {'acc' if np.dtype(r.dtype) == od else SPELL.cast('acc', od)}")
         return kname
 
-    def reduce(self, k, e):
-        """A partial reduction: a block per output element, threads over the reduced ones."""
-        kname = f"{self.base}_k{k}"
-        x = e.inputs[0]
-        rd = _dims(e.params["dim"], x.ndim)
-        kept = [d for d in range(x.ndim) if d not in rd]
-        xs = _cstrides(x.shape)
-        kshape = [x.shape[d] for d in kept]
-        rshape = [x.shape[d] for d in rd]
+    def reduce(self, r, S):
+        """A partial reduction of an array of shape ``S`` to ``r.keep``: a block per output
+        element, threads over the reduced ones, a shared-memory tree."""
+        kname = self.name("_reduce")
+        xs = _cstrides(S)
+        keep = tuple(r.keep) if len(r.keep) == len(S) else S
+        rd = [d for d in range(len(S)) if keep[d] == 1 and S[d] != 1]
+        kept = [d for d in range(len(S)) if d not in rd]
+        kshape = [S[d] for d in kept]
+        rshape = [S[d] for d in rd]
         m, nr = _size(kshape), _size(rshape)
-        ad, od = _acc_dtype(e), e.out.dtype
-        comb = _FULL_RED[e.prim.name]
+        ad = np.dtype(r.dtype)
+        src_dt = np.dtype(r.arg.var.dtype)
         s = self.src
-        self._header(kname, ["x", "out"])
+        self._header(kname, ["x", "out"], [_arr(src_dt), _arr(r.out.dtype)])
         self._shared(1, "acc", ad)
         s(1, "o = cuda.blockIdx.x")
         s(1, f"while o < {m}:")
-        base = _index_expr("o", kshape, [xs[d] for d in kept])
-        s(2, f"base = {base}")
-        s(2, f"acc = {literal(_identity(e), ad)}")
+        s(2, f"base = {_index_expr('o', kshape, [xs[d] for d in kept])}")
+        s(2, f"acc = {SPELL.lit(r.identity.value, ad)}")
         s(2, "r = cuda.threadIdx.x")
         s(2, f"while r < {nr}:")
-        off = _index_expr("r", rshape, [xs[d] for d in rd])
-        v = f"x[base + {off}]"
-        if x.dtype != ad:
-            v = f"np.{ad.name}({v})"
-        s(3, f"acc = {_combine(comb, 'acc', v)}")
+        v = f"x[base + {_index_expr('r', rshape, [xs[d] for d in rd])}]"
+        if src_dt != ad:
+            v = SPELL.cast(v, ad)
+        s(3, f"acc = {r.combine.scalar(['acc', v], ad, {}, SPELL)}")
         s(3, "r += cuda.blockDim.x")
-        store = "out[o] = "
-        self._block_reduce(2, "acc", ad, comb, store)
-        if e.prim.name == "mean":
-            s(2 + 1, f"out[o] = out[o] / {literal(nr, ad)}")
+        self._block_reduce(2, "acc", ad, r.combine, "out[o] = ")
+        if r.mean:
+            s(3, f"out[o] = out[o] / {SPELL.lit(nr, ad)}")
         s(2, "cuda.syncthreads()")
         s(2, "o += cuda.gridDim.x")
-        if ad != od:  # sum of bools/ints is int64 already; other reductions keep the dtype
-            raise AssertionError("reduction accumulates in its output dtype")
-        self.kernels.append((kname, [_arr(x.dtype), _arr(od)]))
         return kname, m
 
-    def matmul(self, k, e):
-        kname = f"{self.base}_k{k}"
-        batch, m, kk, n, bx, by = _matmul_dims(e)
+    # ------------------------------------------------------------ device steps
+    def matmul(self, e):
+        kname = self.name("_matmul")
+        batch, m, kk, n, bx, by = matmul_dims(e)
         t = _TYPES[e.out.dtype.name]
-        zero = literal(0, e.out.dtype)
+        zero = SPELL.lit(0, e.out.dtype)
         s = self.src
-        self._header(kname, ["a", "b", "c"])
+        self._header(kname, ["a", "b", "c"], [_arr(e.inputs[0].dtype),
+                                              _arr(e.inputs[1].dtype), _arr(e.out.dtype)])
         s(1, f"sa = cuda.shared.array(({TILE}, {TILE}), {t})")
         s(1, f"sb = cuda.shared.array(({TILE}, {TILE}), {t})")
         s(1, "tx = cuda.threadIdx.x")
@@ -459,89 +386,58 @@ class Renderer:
         s(2, "cuda.syncthreads()")
         s(1, f"if row < {m} and col < {n}:")
         s(2, f"c[z * {m * n} + row * {n} + col] = acc")
-        self.kernels.append((kname, [_arr(e.inputs[0].dtype), _arr(e.inputs[1].dtype),
-                                     _arr(e.out.dtype)]))
-        return kname, (batch, m, n)
+        return ("tiled_mm", kname, (batch, m, n), e)
+
+    def gather(self, e, idx):
+        kname = self.name("_gather")
+        x = e.inputs[0]
+        s = self.src
+        self._header(kname, ["x", "idx", "out"], [_arr(x.dtype), _arr(np.int64),
+                                                  _arr(e.out.dtype)])
+        s(1, "i = cuda.grid(1)")
+        s(1, "step = cuda.gridsize(1)")
+        s(1, f"while i < {idx.size}:")
+        s(2, "out[i] = x[idx[i]]")
+        s(2, "i += step")
+        return ("index_map", kname, idx, e)
 
 
-def _arr(dt):
-    return f"{_TYPES[np.dtype(dt).name]}[::1]"
-
-
-def _acc_dtype(r):
-    return r.out.dtype
-
-
-def _identity(r):
-    name, dt = r.prim.name, _acc_dtype(r)
-    if name in ("sum", "mean"):
-        return 0
-    if dt == np.bool_:
-        return name == "amin"
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return info.min if name == "amax" else info.max
-    return -math.inf if name == "amax" else math.inf
-
-
-def _combine(kind, a, b):
-    if kind == "add":
-        return f"{a} + {b}"
-    return f"{'maximum' if kind == 'max' else 'minimum'}({a}, {b})"
-
-
-# ------------------------------------------------------------------- compile
-def drop_detach_copies(graph):
-    """Uses of ``detach`` results pointing at their inputs (detach is free at run time)."""
-    outs = set(graph.outputs)
-    rename, eqns = {}, []
-    for e in graph.eqns:
-        ins = [rename.get(v, v) for v in e.inputs]
-        if e.prim == "detach" and e.out not in outs:
-            rename[e.out] = ins[0]
-            continue
-        eqns.append(e if ins == list(e.inputs) else Eqn(e.prim, ins, e.params, e.out, e.ann))
-    return graph.copy(eqns=eqns) if rename else graph
+HEADER = ("import math\nimport numpy as np\n"
+          "from numba import cuda, float32, float64, int64, boolean  # noqa: F401\n"
+          "from numgrad.compiler.codegen.cuda_scalar import *  # noqa: F403\n")
 
 
 def render(graph, options=None):
-    """(steps, source, renderer) for ``graph``: nothing is compiled or launched."""
-    options = options or {}
-    graph = drop_detach_copies(graph)
-    steps = plan(graph)
-    later = {}
-    for pos, st in enumerate(steps):
-        eqns = (st.obj.eqns + st.obj.reds) if st.kind == "group" else [st.obj]
-        for e in eqns:
-            for v in e.inputs:
-                later.setdefault(v, []).append(pos)
-    outs = set(graph.outputs)
-    r = Renderer(graph, options.get("name", "fn"), options.get("role", "fwd"),
-                 cuda_device.THREADS)
-    header = ("import math\nimport numpy as np\nfrom numba import cuda, float32, float64, int64, boolean  # noqa: F401\n"
-              "from numgrad.compiler.codegen.cuda_scalar import *  # noqa: F403\n")
-    for pos, st in enumerate(steps):
-        if st.kind == "group":
-            g = st.obj
-            needed = {e.out for e in g.eqns
-                      if e.out in outs or any(p > pos for p in later.get(e.out, ()))}
-            name, ins, kouts = r.group(pos, g, needed)
-            finals = [(r.final(pos, j, red, _size(red.inputs[0].shape)), red)
-                      for j, red in enumerate(g.reds)]
-            st.kernel = ("group", name, ins, kouts, finals, _size(g.shape))
-        elif st.kind == "red":
-            name, m = r.reduce(pos, st.obj)
-            st.kernel = ("red", name, m)
-        elif st.kind == "matmul":
-            name, dims = r.matmul(pos, st.obj)
-            st.kernel = ("matmul", name, dims)
-    source = header + r.src.text()
+    """``(schedule, run steps, source)`` of ``graph``: nothing compiled or launched."""
+    from numgrad.compiler.pipeline import Options
+    options = Options.of(options).but(generic=False)
+    sched = _schedule.build(graph, options)
+    r = Renderer(sched, cuda_device.THREADS)
+    steps = []
+    for step in sched.steps:
+        if isinstance(step, HostStep):
+            e = step.eqn
+            if e.prim.blas and matmul_dims(e) is not None:
+                steps.append(r.matmul(e))
+                continue
+            idx = gather_map(e) if e.out.dtype.name in _TYPES else None
+            if idx is not None and idx.size:
+                steps.append(r.gather(e, idx))
+                continue
+            steps.append(("host", e))
+            continue
+        for b in step.body:
+            if isinstance(b, Alias):
+                steps.append(("alias", b))
+            elif isinstance(b, Loop):
+                steps.append(r.loop(b, step.literals))
+    source = HEADER + r.src.text()
     for name, sig in r.kernels:
         RENDERED[(name, source)] = (name, source, f"void({', '.join(sig)})")
-    return graph, steps, source
+    return sched, steps, source
 
 
 def compile(graph, options=None):
     from numgrad.compiler.codegen.cuda_program import Program
-    graph, steps, source = render(graph, options)
-    return Program(graph, steps, source)
+    sched, steps, source = render(graph, options)
+    return Program(sched, steps, source)

@@ -25,11 +25,12 @@ def _blocks(n, launch):
 
 
 class Program:
-    """One graph's kernels and host steps; called with the input arrays."""
+    """One graph's kernels and the steps between them; called with the input arrays."""
 
-    def __init__(self, graph, steps, source):
-        self.graph = graph
-        self.cuda_steps = steps  # (``steps`` is the CPU program's (kind, stage) list)
+    def __init__(self, schedule, steps, source):
+        self.schedule = schedule
+        self.graph = schedule.graph
+        self.cuda_steps = steps   # (``steps`` is the CPU program's list, read by plans)
         self.source = source
         self.kernels = source.count("@cuda.jit")
         self.disk_hit = False
@@ -43,6 +44,10 @@ class Program:
         exec(compile(self.source, name, "exec"), ns)  # noqa: S102  (our own generated code)
         self._fns = ns
         self._consts = {v: cuda_array.to_device(a, device) for v, a in self.graph.consts.items()}
+        self._maps = {}
+        for st in self.cuda_steps:
+            if st[0] == "index_map":
+                self._maps[st[1]] = cuda_array.to_device(st[2], device)
 
     def __call__(self, arrays):
         device = _CUDA0
@@ -58,47 +63,54 @@ class Program:
             env[v] = a if isinstance(a, cuda_array.CudaArray) else \
                 cuda_array.to_device(np.asarray(a, v.dtype), device)
         fns = self._fns
+        empty = cuda_array.empty
         for st in self.cuda_steps:
-            k = st.kernel
-            if st.kind == "group":
-                _, name, ins, outs, finals, n = k
+            kind = st[0]
+            if kind == "loop":
+                _, name, ins, outs, finals, n, reduces = st
                 for v in outs:
-                    env[v] = cuda_array.empty(v.shape, v.dtype, device)
+                    env[v] = empty(v.shape, v.dtype, device)
                 blocks = _blocks(n, launch)
-                parts = [cuda_array.empty((blocks,), r.out.dtype, device) for _, r in finals]
+                parts = [empty((blocks,), r.dtype, device) for _, r in finals]
                 fns[name][blocks, launch.threads](*[env[v].buf for v in ins],
                                                   *[env[v].buf for v in outs],
                                                   *[p.buf for p in parts])
                 for (fname, r), p in zip(finals, parts):
-                    out = env[r.out] = cuda_array.empty(r.out.shape, r.out.dtype, device)
+                    out = env[r.out] = empty(r.out.shape, r.out.dtype, device)
                     fns[fname][1, 1](p.buf, blocks, out.buf)
-            elif st.kind == "red":
-                _, name, m = k
-                e = st.obj
-                out = env[e.out] = cuda_array.empty(e.out.shape, e.out.dtype, device)
-                blocks = max(1, min(m, launch.sms * launch.waves * 8))
-                fns[name][blocks, launch.threads](env[e.inputs[0]].buf, out.buf)
-            elif st.kind == "matmul":
-                _, name, (batch, m, n) = k
-                e = st.obj
-                out = env[e.out] = cuda_array.empty(e.out.shape, e.out.dtype, device)
+                for (rname, m), r, src in reduces:
+                    out = env[r.out] = empty(r.out.shape, r.out.dtype, device)
+                    fns[rname][max(1, min(m, launch.sms * launch.waves * 8)), launch.threads](
+                        env[src].buf, out.buf)
+            elif kind == "tiled_mm":
+                _, name, (batch, m, n), e = st
+                out = env[e.out] = empty(e.out.shape, e.out.dtype, device)
                 grid = (math.ceil(n / TILE), math.ceil(m / TILE), batch)
                 fns[name][grid, (TILE, TILE)](env[e.inputs[0]].buf, env[e.inputs[1]].buf,
                                               out.buf)
-            elif st.kind == "alias":
-                e = st.obj
-                src = env[e.inputs[0]]
-                env[e.out] = cuda_array.CudaArray(src.buf, e.out.shape, e.out.dtype, device,
+            elif kind == "index_map":
+                _, name, idx, e = st
+                out = env[e.out] = empty(e.out.shape, e.out.dtype, device)
+                fns[name][_blocks(idx.size, launch), launch.threads](
+                    env[e.inputs[0]].buf, self._maps[name].buf, out.buf)
+            elif kind == "alias":
+                a = st[1]
+                if a.fill is not None and a.src not in env:
+                    env[a.src] = cuda_array.to_device(
+                        np.full(a.src.shape, a.fill.value, a.fill.dtype), device)
+                src = env[a.src]
+                env[a.out] = cuda_array.CudaArray(src.buf, a.out.shape, a.out.dtype, device,
                                                   src.owner)
             else:
-                env[st.obj.out] = host_step(st.obj, [env[v] for v in st.obj.inputs], device)
+                e = st[1]
+                env[e.out] = host_step(e, [env[v] for v in e.inputs], device)
         return [env[v] for v in self.graph.outputs]
 
 
 def host_step(e, ins, device):
     """An equation the kernels do not cover: its NumPy impl on host copies of its inputs
     (a hook gets the gradient as a CUDA tensor and may return one)."""
-    if e.prim == "hook":
+    if "calls_user" in e.prim.effects:  # a hook
         from numgrad.grad_mode import no_grad
         from numgrad.tensor import Tensor
         g_arr = ins[0]
@@ -112,17 +124,15 @@ def host_step(e, ins, device):
             raise TypeError(f"hook returned {type(r).__name__}; a hook must return a Tensor "
                             "or None")
         if r.shape != g.shape:
-            raise RuntimeError(f"hook '{getattr(fn, '__name__', 'hook')}' has changed the size "
+            raise RuntimeError(f"hook '{getattr(fn, '__name__', repr(fn))}' has changed the size "
                                f"of value: expected {g.shape}, got {r.shape}")
         if r.device != g.device:
-            raise RuntimeError(f"hook '{getattr(fn, '__name__', 'hook')}' returned a tensor on "
+            raise RuntimeError(f"hook '{getattr(fn, '__name__', repr(fn))}' returned a tensor on "
                                f"{r.device}; the gradient is on {g.device}")
         out = r._data
         return out if out.dtype == g_arr.dtype else out.astype(g_arr.dtype)
+    if "stop_gradient" in e.prim.effects:  # detach: the identity at run time
+        return ins[0]
     host = [a._ng_host() if isinstance(a, cuda_array.CudaArray) else a for a in ins]
-    if isinstance(e.prim, str):
-        from numgrad.compiler.steps import run_structural
-        out = run_structural(e, host)
-    else:
-        out = e.prim.impl(*host, **e.params)
+    out = e.prim.impl(*host, **e.params)
     return cuda_array.to_device(np.asarray(out, e.out.dtype), device)

@@ -6,7 +6,8 @@ for the CPU, this module for CUDA (device functions, inlined). The transcendenta
 CUDA's own: Numba lowers ``math.*`` to libdevice (``__nv_exp``...), which is within 1-2
 ulp, as the CPU's vector math is; porting ``vmath_ir``'s polynomials would not be faster
 on a GPU, where these kernels are memory-bound. Each function keeps the CPU helper's
-special-value rule (NaN passes clamp, relu(-0) is -0, sign(NaN) is 0...).
+special-value rule (NaN passes clamp, relu(-0) is -0, sign(NaN) is 0...), and every
+name of ``codegen.scalar.HELPERS`` is defined here (tests/cuda checks it).
 """
 from __future__ import annotations
 
@@ -124,6 +125,11 @@ def ipower(a, b):
 
 
 @_device
+def hypot(a, b):
+    return math.hypot(a, b)
+
+
+@_device
 def erf(x):
     return math.erf(x)
 
@@ -157,8 +163,3 @@ def fmod(a, b):
 def ffmod(a, b):
     # Floats: C's fmod (libdevice's), as the eager np.fmod.
     return math.fmod(a, b)
-
-
-HELPERS = ["exp", "log", "tanh", "sin", "cos", "sqrt", "sigmoid", "relu", "sign", "clamp",
-           "clamp_min", "clamp_max", "maximum", "minimum", "power", "ipower", "erf", "log1p",
-           "expm1", "remainder", "fmod", "ffmod", "np", "math", "cuda"]
