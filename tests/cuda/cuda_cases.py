@@ -97,6 +97,7 @@ CASES = {
 
 JITTED = {name: ng.jit(fn) for name, (fn, _, _) in CASES.items()}
 _RESULTS = {}
+KERNELS = {}  # (name, source) -> (name, source, signature): what the matrix rendered
 
 
 def tensors(name, device):
@@ -129,7 +130,12 @@ def run(fn, args):
 def result(name):
     """The jitted CUDA run of case ``name`` (once per process)."""
     if name not in _RESULTS:
+        from numgrad.compiler.codegen import cuda as cuda_codegen
+        before = set(cuda_codegen.RENDERED)
         _RESULTS[name] = run(JITTED[name], tensors(name, "cuda"))
+        for key, kernel in cuda_codegen.RENDERED.items():
+            if key not in before:
+                KERNELS[key] = kernel
     return _RESULTS[name]
 
 

@@ -9,9 +9,9 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
   it reads is indexed by literal strides from that index (broadcast dims: stride 0);
   values that never leave the loop stay in registers.
 - **full reductions** in a loop: each thread accumulates, each block reduces in shared
-  memory into its slot of a partials buffer, and a one-thread final pass combines the
-  slots in order. The grid is fixed per device and shape, so every run combines in the
-  same order: the same bits on every run, as the CPU's fixed chunks give.
+  memory into its slot of a partials buffer, and a one-block final pass combines the
+  slots (each thread a fixed stride of them, then the same tree). Grid and block sizes are
+  fixed per device and shape, so every run combines in the same order: the same bits on every run, as the CPU's fixed chunks give.
 - **partial reductions** (some dims): the loop writes the reduction's input (unless it
   is an array already), then a kernel reduces it with one block per output element
   (grid-stride over them), threads striding over the reduced elements and a
@@ -308,18 +308,25 @@ class Renderer:
         return ("loop", kname, ins, outs, finals, n, reduces)
 
     def final(self, r):
-        """The deterministic last pass of a full reduction: one thread, slots in order."""
+        """The last pass of a full reduction: one block, each thread combining a fixed
+        stride of the slots, then the shared-memory tree (fixed order: same bits)."""
         kname = self.name("_final")
         s = self.src
         od = np.dtype(r.out.dtype)
         self._header(kname, ["parts", "nparts", "out"], [_arr(r.dtype), "int64", _arr(od)])
-        s(1, "if cuda.grid(1) == 0:")
-        s(2, "acc = parts[0]")
-        s(2, "for j in range(1, nparts):")
-        s(3, f"acc = {r.combine.scalar(['acc', 'parts[j]'], r.dtype, {}, SPELL)}")
+        self._shared(1, "acc", r.dtype)
+        s(1, f"acc = {SPELL.lit(r.identity.value, r.dtype)}")
+        s(1, "j = cuda.threadIdx.x")
+        s(1, "while j < nparts:")
+        s(2, f"acc = {r.combine.scalar(['acc', 'parts[j]'], r.dtype, {}, SPELL)}")
+        s(2, "j += cuda.blockDim.x")
+        total = "sm_acc[0]"
         if r.mean:
-            s(2, f"acc = acc / {SPELL.lit(r.count, r.dtype)}")
-        s(2, f"out[0] = {'acc' if np.dtype(r.dtype) == od else SPELL.cast('acc', od)}")
+            total = f"{total} / {SPELL.lit(r.count, r.dtype)}"
+        if np.dtype(r.dtype) != od:
+            total = SPELL.cast(total, od)
+        self._block_reduce(1, "acc", r.dtype, r.combine, "out[0] = ")
+        self.src.lines[-1] = self.src.lines[-1].replace("out[0] = sm_acc[0]", f"out[0] = {total}")
         return kname
 
     def reduce(self, r, S):

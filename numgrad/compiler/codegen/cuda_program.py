@@ -77,7 +77,7 @@ class Program:
                                                   *[p.buf for p in parts])
                 for (fname, r), p in zip(finals, parts):
                     out = env[r.out] = empty(r.out.shape, r.out.dtype, device)
-                    fns[fname][1, 1](p.buf, blocks, out.buf)
+                    fns[fname][1, launch.threads](p.buf, blocks, out.buf)
                 for (rname, m), r, src in reduces:
                     out = env[r.out] = empty(r.out.shape, r.out.dtype, device)
                     fns[rname][max(1, min(m, launch.sms * launch.waves * 8)), launch.threads](
