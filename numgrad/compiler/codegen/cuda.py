@@ -10,8 +10,9 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
   values that never leave the loop stay in registers.
 - **full reductions** in a loop: each thread accumulates, each block reduces in shared
   memory into its slot of a partials buffer, and a one-block final pass combines the
-  slots (each thread a fixed stride of them, then the same tree). Grid and block sizes are
-  fixed per device and shape, so every run combines in the same order: the same bits on every run, as the CPU's fixed chunks give.
+  slots (each thread a fixed stride of them, then the same tree). Grid and block sizes
+  are fixed per device and shape, so every run combines in the same order: the same
+  bits on every run, as the CPU's fixed chunks give.
 - **partial reductions** (some dims): the loop writes the reduction's input (unless it
   is an array already), then a kernel reduces it with one block per output element
   (grid-stride over them), threads striding over the reduced elements and a

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import cuda
 
 _device = cuda.jit(device=True, inline="always")
