@@ -19,10 +19,15 @@ def _w2(x, y):
     return (ng.tanh(x * y + ng.sin(x)) * ng.exp(-y * y)).sum()
 
 
-def _w4(x):
-    for i in range(8):
+def _w4(x, steps=8):
+    for i in range(steps):
         x = ng.sin(x) * 1.01 + 0.1 * x if i % 2 == 0 else ng.tanh(x)
     return x.sum()
+
+
+def w4_full(x):
+    """W4 as benchmarked: 100 steps (rendered for the PTX test, too long for the simulator)."""
+    return _w4(x, 100)
 
 
 def _mlp(w1, b1, w2, b2, x, t):
@@ -137,6 +142,15 @@ def result(name):
             if key not in before:
                 KERNELS[key] = kernel
     return _RESULTS[name]
+
+
+def render_only(fn, *args):
+    """The kernels ``ng.jit(fn)`` renders for ``args`` (forward and backward), without
+    launching any: kernels compile at their first launch."""
+    from numgrad.compiler.codegen import cuda as cuda_codegen
+    before = set(cuda_codegen.RENDERED)
+    ng.jit(fn)._plan(args, {})
+    return [k for key, k in cuda_codegen.RENDERED.items() if key not in before]
 
 
 def run_all():

@@ -1,6 +1,7 @@
 """Every kernel the CUDA test matrix renders compiles for a real GPU: ``compile_ptx`` for
 compute capability 9.0 and the wheel's ``ptxas -arch=sm_90`` (no GPU needed), with
-registers and spills reported per kernel; W2's and W4's kernels must not spill.
+registers and spills reported per kernel; W2's and W4's kernels (also rendered at the benchmark's sizes, W4 with its 100 steps)
+must not spill.
 
 The simulator, which runs the matrix, replaces ``numba.cuda`` in this process, so the
 compilation runs in a subprocess with ``NUMBA_ENABLE_CUDASIM=0``.
@@ -14,7 +15,9 @@ import sys
 
 import pytest
 
-from cuda_cases import KERNELS, require_simulator, run_all
+import numgrad as ng
+from cuda_cases import KERNELS, render_only, require_simulator, run_all, w4_full
+from cuda_cases import _w2 as w2
 
 
 def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
@@ -22,6 +25,11 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     pytest.importorskip("nvidia.cuda_nvcc", reason="numba-cuda[cu12] brings ptxas")
     run_all()  # (each case runs once per process: free after test_cuda_matrix)
     kernels = list(KERNELS.values())
+    # W2 and W4 as benchmarked (1e7 and 1e3 float64, W4's 100 steps): rendered, not run.
+    big = ng.empty(10_000_000, dtype=ng.float64, device="cuda", requires_grad=True)
+    kernels += render_only(w2, big, big)
+    kernels += render_only(w4_full, ng.empty(1000, dtype=ng.float64, device="cuda",
+                                             requires_grad=True))
     names = {k[0] for k in kernels}
     assert any(n.startswith("_w2_fwd") for n in names)
     assert any(n.startswith("_w4_bwd") for n in names)
@@ -39,6 +47,6 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     record_property("ptx_report", "\n".join(lines))
     failed = [(r["name"], r.get("error")) for r in report if not r["ok"]]
     assert not failed, failed
-    spilled = [r["name"] for r in report if r["name"].startswith(("_w2_", "_w4_"))
+    spilled = [r["name"] for r in report if r["name"].startswith(("_w2_", "_w4_", "w4_full_"))
                and (r["spill_stores"] or r["spill_loads"])]
     assert not spilled, spilled
