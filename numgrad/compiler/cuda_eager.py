@@ -34,6 +34,7 @@ def _param_key(params):
 class CudaEager:
     def __init__(self):
         self.programs = {}
+        self._scalars = {}
         self._dtypes = {}
         self.compiles = 0
 
@@ -105,9 +106,20 @@ class CudaEager:
                     self.programs.pop(next(iter(self.programs)))
                 self.programs[key] = prog
                 self.compiles += 1
-        arrays = [d if isinstance(d, cuda_array.CudaArray) else cuda_array.to_device(d, device)
+        arrays = [d if isinstance(d, cuda_array.CudaArray) else self._scalar(d, device)
                   for d in datas]
         return prog(arrays)[0]
+
+    def _scalar(self, d, device):
+        # Python scalars (0-d host arrays) on the device, kept per value: a loop's `x * 2.0`
+        # or learning rate is uploaded once, not at every op. Kernels never write inputs.
+        key = (d.dtype.str, d.tobytes(), device)
+        a = self._scalars.get(key)
+        if a is None:
+            if len(self._scalars) >= 256:
+                self._scalars.pop(next(iter(self._scalars)))
+            a = self._scalars[key] = cuda_array.to_device(d, device)
+        return a
 
 
 def _move(d, target):
