@@ -50,6 +50,7 @@ class Launch:
     max_threads: int    # per block
     threads: int        # block size for elementwise and reduction kernels (power of 2)
     waves: int          # blocks per multiprocessor a grid-stride kernel is given
+    max_blocks: int     # grid size cap of a grid-stride kernel (sms * waves * 8)
     name: str
     cc: tuple
 
@@ -58,7 +59,8 @@ class Launch:
 # simulator runs each thread as a Python thread, so it launches fewer (a power of two
 # below it; the tree reductions read cuda.blockDim.x).
 THREADS = 256
-SIM_THREADS = 16
+SIM_THREADS = 8
+SIM_BLOCKS = 4
 
 
 @functools.lru_cache(maxsize=None)
@@ -66,8 +68,8 @@ def launch(index=0) -> Launch:
     """The device's launch limits; raises RuntimeError with NO_DEVICE if there is none."""
     cuda = _cuda()
     if simulated():
-        return Launch(sms=2, max_threads=SIM_THREADS, threads=SIM_THREADS, waves=1,
-                      name="CUDA simulator", cc=(5, 2))
+        return Launch(sms=1, max_threads=SIM_THREADS, threads=SIM_THREADS, waves=1,
+                      max_blocks=SIM_BLOCKS, name="CUDA simulator", cc=(5, 2))
     if not available():
         why = "no CUDA driver or GPU is visible to numba.cuda"
         try:
@@ -86,7 +88,8 @@ def launch(index=0) -> Launch:
         mt = int(dev.MAX_THREADS_PER_BLOCK)
         name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
         cc = tuple(dev.compute_capability)
-    return Launch(sms=sms, max_threads=mt, threads=min(THREADS, mt), waves=4, name=name, cc=cc)
+    return Launch(sms=sms, max_threads=mt, threads=min(THREADS, mt), waves=4,
+                  max_blocks=sms * 4 * 8, name=name, cc=cc)
 
 
 def check(index=0):

@@ -21,7 +21,7 @@ _CUDA0 = _device("cuda", 0)
 
 def _blocks(n, launch):
     # Enough blocks to fill the device a few times over, never more than the work needs.
-    return max(1, min(math.ceil(n / launch.threads), launch.sms * launch.waves * 8))
+    return max(1, min(math.ceil(n / launch.threads), launch.max_blocks))
 
 
 class Program:
@@ -80,7 +80,7 @@ class Program:
                     fns[fname][1, launch.threads](p.buf, blocks, out.buf)
                 for (rname, m), r, src in reduces:
                     out = env[r.out] = empty(r.out.shape, r.out.dtype, device)
-                    fns[rname][max(1, min(m, launch.sms * launch.waves * 8)), launch.threads](
+                    fns[rname][max(1, min(m, launch.max_blocks)), launch.threads](
                         env[src].buf, out.buf)
             elif kind == "tiled_mm":
                 _, name, (batch, m, n), e = st
