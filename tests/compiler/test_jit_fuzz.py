@@ -18,14 +18,11 @@ FOUND = [
     (94, {}, "false version error after pow_ on a non-leaf"),
     (98, {}, "in-place mul on a view differed from the second call on"),
 ]
-# Open: float32 sums of terms near FLT_MAX (the ±3e38 special values), where the kernels'
-# fast-math `contract` (FMA) flag decides whether a product overflows before it is added:
-# eager gives NaN where jit gives ±inf. Issue 9's follow-up: no `contract`, and `reassoc`
-# on reduction accumulators only (codegen/accumulate_ir.radd).
-_OVERFLOW = pytest.mark.xfail(strict=True, reason="fast-math contract changes overflow near "
-                              "FLT_MAX in float32 sums (issue 9 follow-up)")
-FOUND += [pytest.param(seed, {}, "float32 sum overflow differs", marks=_OVERFLOW)
-          for seed in (300004, 300030)]
+# Float32 sums of terms near FLT_MAX, where the kernels' fast-math `contract` (FMA) flag
+# decided whether a product overflowed before it was added (eager NaN, jit ±inf): kernels
+# now have no `contract`, and `reassoc` on reduction accumulators only.
+FOUND += [(seed, {}, "float32 sum overflow differed under contract") for seed in
+          (300004, 300030)]
 # A float32 (a * C).sum() whose finite terms overflow in some summation orders and not in
 # others: ill-conditioned, so its value is left out of the comparison (it once failed it).
 FOUND += [(300040, {}, "order-dependent overflow compared as if well-conditioned")]
