@@ -1,0 +1,26 @@
+"""passes.detach_copies: uses of a ``detach`` result read its input instead.
+
+Room: compiler. Run by the schedule builder (not by ``optimize``): the IR that
+``trace()`` shows keeps its {detach} equations; only what the kernels run changes.
+"""
+from __future__ import annotations
+
+from numgrad.compiler.ir import Eqn
+
+
+def drop_detach_copies(graph):
+    """The graph with uses of identity-at-run-time results (``detach``: its registry
+    ``effects`` say it only stops the gradient) pointing at their inputs instead.
+
+    A kernel writes every value that leaves it into an array of its own: W3's
+    ``jit(value_and_grad)``, whose inputs are detached, copied W1 (1.6 MB) at every call
+    before handing it to the matmul."""
+    outs = set(graph.outputs)
+    rename, eqns = {}, []
+    for e in graph.eqns:
+        ins = [rename.get(v, v) for v in e.inputs]
+        if "stop_gradient" in e.prim.effects and e.out not in outs:
+            rename[e.out] = ins[0]
+            continue
+        eqns.append(e if ins == list(e.inputs) else Eqn(e.prim, ins, e.params, e.out, e.ann))
+    return graph.copy(eqns=eqns) if rename else graph
