@@ -200,13 +200,8 @@ def _probe_outputs_used_inside(graph, n_fwd, outs, out_leaves, req_out):
     return probed
 
 
-_CHEAP = {"detach", "expand", "reshape", "to_dtype"}
-
-
 def _cheap(e):
-    if isinstance(e.prim, str):
-        return e.prim == "detach"
-    return e.prim.kind in ("elementwise", "compare") or e.prim.name in _CHEAP
+    return e.prim.cheap  # the registry's: elementwise, and the views and casts
 
 
 def partition(tr: Traced, remat=True):

@@ -121,7 +121,7 @@ class Eqn:
     __slots__ = ("prim", "inputs", "params", "out", "ann")
 
     def __init__(self, prim, inputs, params, out, ann=None):
-        self.prim = prim          # a registry Primitive, or a str for structural eqns
+        self.prim = prim          # a registry Primitive
         self.inputs = list(inputs)
         self.params = dict(params)
         self.out = out
@@ -129,7 +129,7 @@ class Eqn:
 
     @property
     def name(self):
-        return self.prim if isinstance(self.prim, str) else self.prim.name
+        return self.prim.name
 
     def __repr__(self):
         return self.format()
@@ -237,9 +237,9 @@ class Graph:
             out.append(f'  {v.name} [label="{v!r}" shape=ellipse style=dashed];')
         for i, e in enumerate(self.eqns):
             color = "#d0ebff"
-            if e.ann.get("hook"):
+            if "calls_user" in e.prim.effects:
                 color = "#ffc9c9"
-            elif e.ann.get("detach"):
+            elif "stop_gradient" in e.prim.effects:
                 color = "#e5dbff"
             elif e.ann.get("grad") is False:
                 color = "#f1f3f5"
@@ -278,17 +278,12 @@ class Graph:
 
     def eval(self, *args, hooks=None):
         """Reference evaluator: run every equation's NumPy impl."""
-        from numgrad.compiler.steps import run_structural
         env = dict(self.consts)
         for v, a in zip(self.inputs, args):
             env[v] = np.asarray(a)
         for e in self.eqns:
             ins = [env[v] for v in e.inputs]
-            if isinstance(e.prim, str):
-                env[e.out] = run_structural(e, ins, hooks)
-            else:
-                out = e.prim.impl(*ins, **e.params)
-                env[e.out] = np.asarray(out)
+            env[e.out] = np.asarray(e.prim.impl(*ins, **e.params))
         return [env[v] for v in self.outputs]
 
     def users(self):

@@ -21,6 +21,7 @@ from numgrad.autograd.graph import Node, edge_of, describe, _FREED, _sequence
 from numgrad.compiler import autodiff, guards, progress, pytree, tracebacks
 from numgrad.compiler.codegen import get_backend
 from numgrad.compiler.passes import optimize
+from numgrad.compiler.pipeline import Options
 from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, PlanCache
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
@@ -88,8 +89,8 @@ class CompiledFunction:
         self.device = device
         if vector_math is None:
             vector_math = os.environ.get("NUMGRAD_VECTOR_MATH", "1") != "0"
-        self.options = {"parallel": parallel, "fastmath": fastmath, "cache": cache,
-                        "verbose": verbose, "vector_math": vector_math}
+        self.options = Options(parallel=parallel, fastmath=fastmath, cache=cache,
+                               verbose=verbose, vector_math=vector_math)
         self.backend = backend or ("cuda" if device == "cuda" else "cpu")
         self.remat = remat
         self.verbose = verbose
@@ -211,7 +212,7 @@ class Plan:
         self.n_out = len(tr.outputs)
         self.grad = any(v is not None for v in tr.grads)
         backend = get_backend(owner.backend)
-        opts = dict(owner.options, name=name, generic=generic)  # generic: runtime extents
+        opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
         wb_vars = [v for _, v in tr.writebacks]
         if self.grad:
             fwd, bwd, n_saved = autodiff.partition(tr, remat=owner.remat)
@@ -219,8 +220,8 @@ class Plan:
             self.n_saved = n_saved
             self.fwd_graph = optimize(fwd)
             self.bwd_graph = optimize(bwd)
-            self.fwd = backend.compile(self.fwd_graph, dict(opts, role="fwd"))
-            self.bwd = backend.compile(self.bwd_graph, dict(opts, role="bwd"))
+            self.fwd = backend.compile(self.fwd_graph, opts.but(role="fwd"))
+            self.bwd = backend.compile(self.bwd_graph, opts.but(role="bwd"))
             prim_set = set(tr.graph.inputs[:tr.n_primals])
             read = {v for e in self.bwd_graph.eqns for v in e.inputs}
             self.check_inputs = [i for i, v in enumerate(tr.graph.inputs[:tr.n_primals])
@@ -240,7 +241,7 @@ class Plan:
             fwd = fwd.copy(outputs=fwd.outputs + wb_vars)
             self.n_saved = 0
             self.fwd_graph = optimize(fwd)
-            self.fwd = backend.compile(self.fwd_graph, dict(opts, role="fwd" if not grad
+            self.fwd = backend.compile(self.fwd_graph, opts.but(role="fwd" if not grad
                                                             else "fwd_nograd"))
             programs = [self.fwd]
         self._joint = None
@@ -358,9 +359,9 @@ class Plan:
         if self._bwd_fn is None:
             from numgrad.compiler.runtime import CompiledFunction
             self._bwd_fn = CompiledFunction(self._make_bwd_fn(), backend=self.owner.backend,
-                                            **{k: v for k, v in self.owner.options.items()
-                                               if k in ("parallel", "fastmath", "cache",
-                                                        "vector_math")})
+                                            **{k: getattr(self.owner.options, k)
+                                               for k in ("parallel", "fastmath", "cache",
+                                                         "vector_math")})
         cts = []
         for k, j in enumerate(self.traced.cotangent_of):
             g = grads[k]
@@ -408,7 +409,7 @@ _active = threading.local()
 def _saves_params(tr):
     # Eager nodes of these equations keep index arrays as saved tensors (PyTorch's
     # IndexBackward0 / CopySlices do): a second backward must fail there too.
-    return any(not isinstance(e.prim, str) and e.prim.saves is not None and e.prim.saves(e.params)
+    return any(e.prim.saves is not None and e.prim.saves(e.params)
                for e in tr.graph.eqns[:tr.n_fwd_eqns] if e.ann.get("grad"))
 
 

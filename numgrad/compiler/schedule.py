@@ -57,7 +57,8 @@ The data, top down (all plain classes with public attributes; names are stable):
       .paired                    a sin/cos whose partner on the same argument is in the loop
     Reduce                       a reduction folded into the loop that makes its input
       .out, .op, .arg: Ref, .dtype, .eqn
-      .combine                   the registry's combine: "add", "max" or "min"
+      .combine                   the registry's combine (an elementwise Primitive: add,
+                                 maximum...); .additive: it is +
       .identity: Literal         the accumulator's start value
       .full                      True: into a scalar accumulator (one output element);
                                  False: into the output element at ``keep`` (partial)
@@ -180,16 +181,17 @@ class Reduce:
     arg: Ref
     dtype: np.dtype
     eqn: object
-    combine: str
+    combine: object
     identity: Literal
     full: bool
     keep: tuple = ()
     mean: bool = False
     count: int = 1
+    additive: bool = False
 
     def __str__(self):
         where = "acc" if self.full else f"{self.out.name}[keep={self.keep}]"
-        return (f"{where} {self.combine}= {self.arg}  ({self.op.name}, from "
+        return (f"{where} {self.combine.name}= {self.arg}  ({self.op.name}, from "
                 f"{self.identity}{', / count' if self.mean else ''})")
 
 
@@ -473,7 +475,7 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
     reds = [e for e in members if e.prim.role == "reduction"]
     full_reds = [e for e in reds if _size(e.out.shape) == 1]
     part_reds = [e for e in reds if _size(e.out.shape) != 1]
-    only_sums = all(e.prim.reduce.combine == "add" for e in reds)
+    only_sums = all(e.prim.reduce.additive for e in reds)
     loop.weight = sum(e.prim.weight for e in members)
     loop.work = N * loop.weight
     # A generic plan decides at run time when the loop's size does (both loops rendered).
@@ -524,7 +526,7 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
             loop.body.append(Reduce(
                 e.out, e.prim, ref(e.inputs[0]), e.out.dtype, e, r.combine, _identity(e),
                 e in full_reds, _keep_shape(e), r.mean,
-                _size(e.inputs[0].shape) // max(_size(e.out.shape), 1)))
+                _size(e.inputs[0].shape) // max(_size(e.out.shape), 1), r.additive))
             continue
         loop.body.append(Stmt(e.out, e.prim, [ref(v) for v in e.inputs], dict(e.params),
                               e.out.dtype, e, store=e.out in needed_outside,

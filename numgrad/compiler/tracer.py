@@ -21,6 +21,7 @@ from numgrad.compiler.ir import Eqn, Graph, Var
 from numgrad.errors import TracingError
 from numgrad.errors import user_location as where_in_user_code
 from numgrad.grad_mode import is_grad_enabled
+from numgrad.ops import structural
 from numgrad.ops.dispatch import broadcast_shapes
 from numgrad.ops.views import result_standin
 
@@ -177,17 +178,18 @@ class Tracer:
         shape, dt = prim.abstract(*ins, **params)
         return tuple(shape), np.dtype(dt)
 
-    def record(self, name, ins, shape, dtype, params=None, ann=None):
-        """A structural equation (``detach``, ``hook``) that is no registry primitive."""
+    def record(self, prim, ins, shape, dtype, params=None, ann=None):
+        """An equation of a primitive eager mode never runs as an op (``detach``, ``hook``:
+        ``ops.structural``), annotated with its name."""
         out = self._new(shape, dtype)
         a = {"grad": is_grad_enabled(), "bwd": True} if self.backward else {
             "grad": is_grad_enabled()}
-        a.update(ann or {})
-        self.graph.eqns.append(Eqn(name, ins, params or {}, out, a))
+        a[prim.name] = True
+        self.graph.eqns.append(Eqn(prim, ins, params or {}, out, a))
         return out
 
     def detach(self, var):
-        out = self.record("detach", [var], var.shape, var.dtype, ann={"detach": True})
+        out = self.record(structural.detach_p, [var], var.shape, var.dtype)
         out._ng_standin = var._ng_standin  # an alias: eager's layout is its source's
         return out
 
@@ -239,14 +241,14 @@ class _TracedHook:
     def __init__(self, tracer, hook):
         self.tracer = tracer
         self.hook = hook
-        self.__name__ = getattr(hook, "__name__", "hook")
+        self.__name__ = getattr(hook, "__name__", structural.hook_p.name)
 
     def __call__(self, g):
         from numgrad.tensor import Tensor
 
         var = self.tracer.var_of(g._data)
-        out = self.tracer.record("hook", [var], var.shape, var.dtype, params={"fn": self.hook},
-                                 ann={"hook": True})
+        out = self.tracer.record(structural.hook_p, [var], var.shape, var.dtype,
+                                 params={"fn": self.hook})
         return Tensor._make(out)
 
 

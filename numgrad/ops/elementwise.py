@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad.ops.dispatch import apply
-from numgrad.ops.registry import defop
+from numgrad.ops.registry import defop, identity_lowering
 from numgrad.tensor import Tensor
 
 E = "elementwise"
@@ -99,10 +99,83 @@ def _np_pow_scalar(x, exponent):
     return np.power(x, np.asarray(exponent, x.dtype))
 
 
-def _floating(name, impl):
-    """A unary op with an always-floating result, lowered to the helper of its name."""
+# Cost weight of a transcendental (a libm call or a vector polynomial) against a simple op.
+HEAVY = 8
+
+
+def _floating(name, impl, pairs=None):
+    """A transcendental unary op with an always-floating result, lowered to the helper of
+    its name."""
     return defop(name, inputs=("x",), impl=impl, kind=E, lowering=name + "({0})",
-                 floating=True)
+                 floating=True, weight=HEAVY, pairs=pairs)
+
+
+# Scalar lowerings that depend on dtypes or params (see registry: ``scalar``).
+def _relu_scalar(args, dt, params, spell):
+    # zero as a typed literal: `x * 0` kept the type but is NaN at +-inf.
+    return f"relu({args[0]}, {spell.lit(0, dt)})"
+
+
+def _sign_scalar(args, dt, params, spell):
+    if dt == np.bool_:
+        return args[0]
+    return f"sign({args[0]}, {spell.lit(0, dt)}, {spell.lit(1, dt)})"
+
+
+def _cast_scalar(args, dt, params, spell):
+    if dt == np.bool_:
+        return f"({args[0]} != 0)"
+    return spell.cast(args[0], dt)
+
+
+def _pow_scalar_scalar(args, dt, params, spell):
+    p, x = params["exponent"], args[0]
+    if p == 2:
+        return f"({x} * {x})"
+    if p == 3:
+        return f"({x} * {x} * {x})"
+    if p == 1:
+        return x
+    if p == 0.5:
+        return f"sqrt({x})"
+    if p == -0.5:  # rsqrt, as the eager impl (and torch) compute it
+        return f"({spell.lit(1, dt)} / sqrt({x}))"
+    if p == -1:
+        return f"({spell.lit(1, dt)} / {x})"
+    return f"power({x}, {spell.lit(p, dt)})"
+
+
+def _pow_scalar_grad_scalar(args, dt, params, spell):  # dy * p * x**(p-1)
+    p = params["exponent"]
+    dy, x = args
+    if p == 0:
+        return f"({dy} * {spell.lit(0, dt)})"
+    if p == 1:
+        return dy
+    if p == 2:
+        return f"({dy} * ({x} * {spell.lit(2, dt)}))"
+    if p == 3:
+        return f"({dy} * ({x} * {x} * {spell.lit(3, dt)}))"
+    if p == 1.5:
+        return f"({dy} * ({spell.lit(p, dt)} * sqrt({x})))"
+    if p == 0.5:
+        return f"({dy} * ({spell.lit(p, dt)} * ({spell.lit(1, dt)} / sqrt({x}))))"
+    return f"({dy} * ({spell.lit(p, dt)} * power({x}, {spell.lit(p - 1, dt)})))"
+
+
+def _clamp_scalar(args, dt, params, spell):
+    lo, hi, x = params["min"], params["max"], args[0]
+    if lo is not None and hi is not None:
+        return f"clamp({x}, {spell.lit(lo, dt)}, {spell.lit(hi, dt)})"
+    if lo is not None:
+        return f"clamp_min({x}, {spell.lit(lo, dt)})"
+    return f"clamp_max({x}, {spell.lit(hi, dt)})"
+
+
+def _pow_tensor_scalar(args, dt, params, spell):
+    if dt.kind in "iu":  # PyTorch's integer powers (negative exponents: see ipower)
+        return f"ipower({args[0]}, {args[1]})"
+    return f"power({args[0]}, {args[1]})"
 
 
 # ------------------------------------------------------------------ unary
@@ -111,22 +184,26 @@ neg = defop("neg", inputs=("x",), impl=np.negative, kind=E, lowering="(-{0})",
                                "is not supported. " + _MASK_HINT))
 abs_ = defop("abs", inputs=("x",), impl=np.abs, kind=E, lowering="abs({0})",
              check=_refuse_bool(NotImplementedError, '"abs_cpu" not implemented for \'Bool\''))
-sign = defop("sign", inputs=("x",), impl=_np_sign, kind=E, lowering="sign({0})")
-exp, log, sqrt, sin, cos, tanh = (_floating(n, getattr(np, n))
-                                  for n in ("exp", "log", "sqrt", "sin", "cos", "tanh"))
+sign = defop("sign", inputs=("x",), impl=_np_sign, kind=E, lowering="sign({0})",
+             scalar=_sign_scalar)
+exp, log, sqrt, tanh = (_floating(n, getattr(np, n)) for n in ("exp", "log", "sqrt", "tanh"))
+sin = _floating("sin", np.sin, pairs=("sincos", 0))  # both of one argument: one sincos
+cos = _floating("cos", np.cos, pairs=("sincos", 1))
 sigmoid = _floating("sigmoid", _np_sigmoid)
 relu = defop("relu", inputs=("x",), impl=_np_relu, kind=E, lowering="relu({0})",
+             scalar=_relu_scalar,
              check=_refuse_bool(RuntimeError, "Boolean inputs not supported for relu"))
 clone = defop("clone", inputs=("x",), impl=np.copy, kind=E, lowering="{0}")
 to_dtype = defop("to_dtype", inputs=("x",), params=("dtype",), node="ToCopyBackward0",
                  impl=lambda x, dtype: x.astype(dtype), kind="other",
-                 abstract=lambda x, dtype: (x.shape, np.dtype(dtype)), lowering="cast")
+                 abstract=lambda x, dtype: (x.shape, np.dtype(dtype)), lowering="cast",
+                 role="elementwise", scalar=_cast_scalar, cheap=True)
 pow_scalar = defop("pow_scalar", inputs=("x",), params=("exponent",), node="PowBackward0",
                    impl=_np_pow_scalar, kind=E,
-                   lowering="pow_scalar({0}, {exponent})")
+                   lowering="pow_scalar({0}, {exponent})", scalar=_pow_scalar_scalar)
 clamp = defop("clamp", inputs=("x",), params=("min", "max"), node="ClampBackward1",
               impl=_np_clamp, kind=E,
-              lowering="clamp({0}, {min}, {max})")
+              lowering="clamp({0}, {min}, {max})", scalar=_clamp_scalar)
 
 neg.defvjp(lambda g: -g)
 abs_.defvjp(lambda g, x: g * sign(x))
@@ -158,7 +235,8 @@ def _np_pow_scalar_grad(dy, x, exponent):
 # instead of three (the article's example spends half its eager time in backward).
 pow_scalar_grad = defop("pow_scalar_grad", inputs=("dy", "x"), params=("exponent",),
                         node="PowBackward0Backward0", impl=_np_pow_scalar_grad, kind=E,
-                        lowering="pow_scalar_grad({0}, {1}, {exponent})")
+                        lowering="pow_scalar_grad({0}, {1}, {exponent})",
+                        scalar=_pow_scalar_grad_scalar)
 def _pow_scalar_grad_x_vjp(g, dy, x, exponent):
     # d/dx (dy * p * x**(p-1)) = p * (dy * (p-1) * x**(p-2)); zero (not 0 * inf) for p = 0.
     if exponent == 0:
@@ -200,7 +278,7 @@ sub = defop("sub", inputs=("x", "y"), impl=np.subtract, kind=E, lowering="({0} -
 mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} * {1})")
 div = defop("div", inputs=("x", "y"), impl=_np_div, kind=E, lowering="({0} / {1})")
 pow_ = defop("pow", inputs=("x", "y"), impl=_np_pow, kind=E, node="PowBackward1",
-             lowering="power({0}, {1})")
+             lowering="power({0}, {1})", scalar=_pow_tensor_scalar, weight=HEAVY)
 maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E, lowering="maximum({0}, {1})")
 minimum = defop("minimum", inputs=("x", "y"), impl=np.minimum, kind=E, lowering="minimum({0}, {1})")
 
@@ -251,7 +329,7 @@ logical_not = defop("logical_not", inputs=("x",), impl=np.logical_not, kind=C,
 _where = defop("where", inputs=("cond", "x", "y"), kind="other", impl=np.where,
                abstract=(lambda c, x, y: (np.broadcast_shapes(c.shape, x.shape, y.shape),
                                                   x.dtype)),
-               lowering="({1} if {0} else {2})")
+               lowering="({1} if {0} else {2})", role="elementwise")
 _where.defvjp(None, lambda g, cond: where(cond, g, 0), lambda g, cond: where(cond, 0, g))
 
 

@@ -45,7 +45,7 @@ def matmul_shape(sa, sb):
     return out
 
 
-matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, lowering="matmul",
+matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, lowering="matmul", blas=True,
                  abstract=lambda x, y: (matmul_shape(x.shape, y.shape),
                                         np.result_type(x.dtype, y.dtype)))
 

@@ -9,8 +9,9 @@ import builtins
 
 import numpy as np
 
-from numgrad.ops.registry import defop
+from numgrad.ops.registry import Reduction, defop
 from numgrad.tensor import Tensor  # for annotations
+from numgrad.ops import elementwise as EW
 from numgrad.ops.elementwise import where
 
 
@@ -49,23 +50,38 @@ def _sum_dtype(d):
     return np.dtype(np.int64) if d.kind in "biu" else d
 
 
+def _lowest(dt):
+    return -np.inf if dt.kind == "f" else np.iinfo(np.int64).min
+
+
+def _highest(dt):
+    return np.inf if dt.kind == "f" else np.iinfo(np.int64).max
+
+
+_SUM = Reduction(EW.add, lambda dt: 0, additive=True)
+_MEAN = Reduction(EW.add, lambda dt: 0, additive=True, mean=True)
+_MAX = Reduction(EW.maximum, _lowest)
+_MIN = Reduction(EW.minimum, _highest)
+
 sum_p = defop("sum", inputs=("x",), params=("dim", "keepdim"),
               impl=lambda x, dim, keepdim: np.sum(x, axis=dim, keepdims=keepdim,
                                                   dtype=_sum_dtype(x.dtype)),
               abstract=_reduce_abstract(_sum_dtype),
               node=lambda p, s: "SumBackward0" if p["dim"] is None else "SumBackward1",
-              lowering="reduce_sum")
+              lowering="reduce_sum", role="reduction", reduce=_SUM)
 mean_p = defop("mean", inputs=("x",), params=("dim", "keepdim"),
                impl=lambda x, dim, keepdim: np.mean(x, axis=dim, keepdims=keepdim, dtype=x.dtype),
                abstract=_reduce_abstract(lambda d: d),
                node=lambda p, s: "MeanBackward0" if p["dim"] is None else "MeanBackward1",
-               lowering="reduce_mean")
+               lowering="reduce_mean", role="reduction", reduce=_MEAN)
 amax_p = defop("amax", inputs=("x",), params=("dim", "keepdim"),
                impl=lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim),
-               abstract=_reduce_abstract(lambda d: d), lowering="reduce_max")
+               abstract=_reduce_abstract(lambda d: d), lowering="reduce_max",
+               role="reduction", reduce=_MAX)
 amin_p = defop("amin", inputs=("x",), params=("dim", "keepdim"),
                impl=lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim),
-               abstract=_reduce_abstract(lambda d: d), lowering="reduce_min")
+               abstract=_reduce_abstract(lambda d: d), lowering="reduce_min",
+               role="reduction", reduce=_MIN)
 argmax_p = defop("argmax", inputs=("x",), params=("dim", "keepdim"),
                  impl=lambda x, dim, keepdim: np.argmax(x, axis=dim, keepdims=keepdim),
                  abstract=lambda x, dim, keepdim: (

@@ -34,6 +34,24 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
   so a second backward raises PyTorch's "backward through the graph a second time".
 - ``random``: the impl draws from numgrad's generator on every call, so the compiler
   never folds it at compile time or merges two calls into one.
+- ``role``: how a compiler treats it: ``"elementwise"`` (one scalar expression per
+  element; the default for elementwise and compare kinds), ``"reduction"`` (folded into
+  the loop that makes its input; ``reduce`` says how), ``"layout"`` (a view of the same
+  flat data inside a kernel: reshape) or ``"host"`` (runs its impl, or its effect,
+  between kernels; the default otherwise).
+- ``scalar(args, dtype, params, spell) -> str``: the scalar lowering, an expression over
+  the operand expressions ``args`` for an ``dtype`` result; ``spell`` is the backend's
+  ``lit(value, dtype)`` / ``cast(expr, dtype)``. Defaults to filling the ``lowering``
+  template. It names helpers of ``compiler.codegen.scalar`` and reads the same in
+  ``numba.njit`` and ``numba.cuda.jit`` code.
+  ``reduce``: a ``Reduction`` (combine, identity, mean).
+- ``weight``: rough cost of one element in simple-op units (transcendentals 8), for the
+  parallel cut; ``cheap``: recomputing it in the backward beats saving it (default:
+  elementwise kinds); ``pairs``: ``(group, slot)`` for ops computed together when both
+  read one argument (sin/cos); ``blas``: runs a BLAS call (its threads fight the
+  kernels').
+- ``effects``: what it does besides computing its output: ``"stop_gradient"`` (detach:
+  the identity at run time), ``"calls_user"`` (hook: never folded, merged or dropped).
 - ``check(operands)``: for operands PyTorch refuses that NumPy would take (bools in
   ``sub``, ``neg``, ``abs``, ``relu``), returns PyTorch's exception, raised before any
   promotion (so eager mode and the tracer refuse alike); None when the operands are fine.
@@ -64,13 +82,42 @@ from numgrad.ops.dispatch import apply
 REGISTRY: dict[str, "Primitive"] = {}
 
 
+class Reduction:
+    """How a reduction folds its elements: ``combine`` (an elementwise Primitive of two
+    operands) from ``identity(dtype)``; ``additive``: the combine is ``+`` (chunks can be
+    summed in order, a backend may spell it ``+=``); ``mean`` divides by the count at the
+    end."""
+
+    __slots__ = ("combine", "identity", "additive", "mean")
+
+    def __init__(self, combine, identity, additive=False, mean=False):
+        self.combine = combine
+        self.identity = identity
+        self.additive = additive
+        self.mean = mean
+
+
+def _template(lowering):
+    def scalar(args, dtype, params, spell):
+        return lowering.format(*args, **params)
+    return scalar
+
+
+def identity_lowering(args, dtype, params, spell):
+    """The scalar lowering of an op that is the identity at run time."""
+    return args[0]
+
+
 class Primitive:
     __slots__ = ("name", "inputs", "params", "impl", "kind", "abstract", "node", "lowering",
                  "view", "vjps", "needs", "variadic", "floating", "check", "saves",
-                 "random")
+                 "random", "role", "scalar", "weight", "cheap", "pairs", "blas", "reduce",
+                 "effects", "broadcasts")
 
     def __init__(self, name, inputs, params, impl, kind, abstract, node, lowering, view,
-                 floating=False, check=None, saves=None, random=False):
+                 floating=False, check=None, saves=None, random=False, role=None,
+                 scalar=None, weight=1, cheap=None, pairs=None, blas=False, reduce=None,
+                 effects=(), broadcasts=False):
         self.name = name
         self.inputs = tuple(inputs)
         self.variadic = len(self.inputs) == 1 and self.inputs[0].startswith("*")
@@ -85,6 +132,18 @@ class Primitive:
         self.check = check  # check(operands) -> the exception to raise, or None
         self.saves = saves  # saves(params) -> names of params the node saves (and frees)
         self.random = random  # draws random numbers per call: never folded or merged
+        ew = kind in ("elementwise", "compare")
+        self.role = role or ("elementwise" if ew else "host")
+        if scalar is None and self.role == "elementwise" and lowering is not None:
+            scalar = _template(lowering)
+        self.scalar = scalar    # scalar(args, dtype, params, spell) -> expression
+        self.weight = weight    # cost of one element, simple-op units
+        self.cheap = ew if cheap is None else cheap  # recompute in the backward
+        self.pairs = pairs      # (group, slot): computed together on one argument
+        self.blas = blas        # calls BLAS
+        self.reduce = reduce    # Reduction, for role "reduction"
+        self.effects = tuple(effects)
+        self.broadcasts = broadcasts  # output = input broadcast: never folded into a big const
         self.vjps = None   # one rule per input (a single rule if variadic); None: no grad
         self.needs = ()    # per rule, the names it asks for
 
@@ -129,13 +188,15 @@ class Primitive:
 
 def defop(name, *, inputs, impl, params=(), kind="other", abstract=None, node=None,
           lowering=None, view=False, floating=False, check=None, saves=None,
-          random=False) -> Primitive:
+          random=False, role=None, scalar=None, weight=1, cheap=None, pairs=None,
+          blas=False, reduce=None, effects=(), broadcasts=False) -> Primitive:
     if name in REGISTRY:
         raise ValueError(f"primitive {name!r} registered twice")
     if kind == "other" and abstract is None:
         raise TypeError(f"primitive {name!r} of kind 'other' needs an abstract (shape) rule")
     node = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
     prim = Primitive(name, inputs, params, impl, kind, abstract, node, lowering, view, floating,
-                     check, saves, random)
+                     check, saves, random, role, scalar, weight, cheap, pairs, blas, reduce,
+                     effects, broadcasts)
     REGISTRY[name] = prim
     return prim

@@ -32,7 +32,20 @@ def _np_remainder(x, y):
 
 
 _EW = "elementwise"
-erf = defop("erf", inputs=("x",), impl=_np_erf, kind=_EW, lowering="erf({0})", floating=True)
+def _erf_scalar(args, dt, params, spell):
+    if dt == np.float32:
+        # The eager impl computes erf in float64 and rounds once (erff differs near 0).
+        return spell.cast(f"erf({spell.cast(args[0], np.dtype(np.float64))})", dt)
+    return f"erf({args[0]})"
+
+
+def _fmod_scalar(args, dt, params, spell):
+    # Floats: C's fmod (ffmod); integers: the sign rule on Python's % (fmod).
+    return f"{'ffmod' if dt.kind == 'f' else 'fmod'}({args[0]}, {args[1]})"
+
+
+erf = defop("erf", inputs=("x",), impl=_np_erf, kind=_EW, lowering="erf({0})", floating=True,
+            scalar=_erf_scalar)
 log1p = defop("log1p", inputs=("x",), impl=np.log1p, kind=_EW, lowering="log1p({0})",
               floating=True)
 expm1 = defop("expm1", inputs=("x",), impl=np.expm1, kind=_EW, lowering="expm1({0})",
@@ -40,6 +53,7 @@ expm1 = defop("expm1", inputs=("x",), impl=np.expm1, kind=_EW, lowering="expm1({
 remainder = defop("remainder", inputs=("x", "y"), impl=_np_remainder, kind=_EW,
                   lowering="remainder({0}, {1})", node="RemainderBackward0")
 fmod = defop("fmod", inputs=("x", "y"), impl=_np_fmod, kind=_EW, lowering="fmod({0}, {1})",
+             scalar=_fmod_scalar,
              node="FmodBackward0")
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)

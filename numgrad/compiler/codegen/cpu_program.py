@@ -123,7 +123,6 @@ class Program:
         env = dict(self._consts)
         for v, a in zip(self._inputs, arrays):
             env[v] = a
-        from numgrad.compiler.steps import run_structural
         for kind, obj in self.steps:
             if kind == "kernel":
                 res = obj.fn(*[_canon(env[v]) if v.ndim == 0 else _ready(env[v])
@@ -135,11 +134,7 @@ class Program:
                 # view for the matmul after it); kernels get contiguous copies if needed.
                 e = obj
                 ins = [env[v].reshape(v.shape) for v in e.inputs]
-                if isinstance(e.prim, str):
-                    out = run_structural(e, ins)
-                else:
-                    out = e.prim.impl(*ins, **e.params)
-                env[e.out] = np.asarray(out)
+                env[e.out] = np.asarray(e.prim.impl(*ins, **e.params))
         return [_ready(env[v]).reshape(shape) if not shape else env[v].reshape(shape)
                 for v, shape in self._outputs]
 

@@ -31,7 +31,7 @@ def cse(graph):
     eqns = []
     for e in graph.eqns:
         ins = [rename.get(v, v) for v in e.inputs]
-        if e.ann.get("hook") or (not isinstance(e.prim, str) and e.prim.random):
+        if e.prim.effects or e.prim.random:
             eqns.append(Eqn(e.prim, ins, e.params, e.out, e.ann))
             continue
         k = _key(e, rename)

@@ -6,7 +6,7 @@ def dce(graph):
     live = set(graph.outputs)
     keep = []
     for e in reversed(graph.eqns):
-        if e.out in live or e.ann.get("hook"):
+        if e.out in live or "calls_user" in e.prim.effects:
             keep.append(e)
             live.update(e.inputs)
     keep.reverse()

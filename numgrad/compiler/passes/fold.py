@@ -7,17 +7,16 @@ _MAX_FOLD = 1 << 16  # elements: larger results stay computed, not baked into th
 # Broadcasts are not folded: a kernel reads a broadcast scalar as a literal, where the
 # folded array would be read from memory, and its size would make the kernel's source
 # depend on the shape (a shape-generic plan then could not be reused across sizes).
-_NO_FOLD = ("expand",)
 
 
 def fold(graph):
     consts = dict(graph.consts)
     eqns = []
     for e in graph.eqns:
-        if (not isinstance(e.prim, str) and not e.prim.random and e.inputs
+        if (not e.prim.effects and not e.prim.random and e.inputs
                 and all(v in consts for v in e.inputs)
                 and e.out.size <= _MAX_FOLD
-                and not (e.prim.name in _NO_FOLD and e.out.size > 1)):
+                and not (e.prim.broadcasts and e.out.size > 1)):
             consts[e.out] = np.asarray(e.prim.impl(*[consts[v] for v in e.inputs], **e.params))
             continue
         eqns.append(e)

@@ -15,11 +15,13 @@ one sgemm, the same work.
 from __future__ import annotations
 
 from numgrad.compiler.ir import Eqn
+from numgrad.ops.layout import permute_p
+from numgrad.ops.linalg import matmul_p
 
 
 def _is_t(e):
-    return (e is not None and not isinstance(e.prim, str) and e.prim.name == "permute"
-            and tuple(e.params.get("dims", ())) == (1, 0) and not e.ann.get("hook"))
+    return (e is not None and e.prim is permute_p
+            and tuple(e.params.get("dims", ())) == (1, 0))
 
 
 def transpose(graph):
@@ -51,8 +53,8 @@ def transpose(graph):
             if _is_t(src) and e.out not in graph.outputs:  # (x.T).T
                 rename[e.out] = src.inputs[0]
                 continue
-            if (src is not None and not isinstance(src.prim, str) and src.prim.name == "matmul"
-                    and not src.ann.get("hook") and readers.get(src.out) == 1
+            if (src is not None and src.prim is matmul_p
+                    and readers.get(src.out) == 1
                     and all(v.ndim == 2 for v in src.inputs)):
                 a, b = src.inputs
                 e = Eqn(src.prim, [t_of(b, e), t_of(a, e)], src.params, e.out, e.ann)
