@@ -13,7 +13,7 @@ import time
 
 
 import numgrad as ng
-from numgrad.compiler.codegen import cpu
+from numgrad.compiler import schedule as cpu  # the parallel thresholds (compiler.schedule)
 
 
 def cheap(x, y):

@@ -20,8 +20,8 @@ from numgrad.ops import (neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid
                          amin, max, min, argmax, argmin, reshape, flatten, squeeze, unsqueeze,
                          permute, transpose, t, expand, broadcast_to, cat, stack, matmul,
                          divide, multiply, subtract, concatenate, concat,
-                         erf, log1p, expm1, remainder, fmod, var, std, norm, prod, cumsum,
-                         flip, roll, index_select, gather, scatter_add, masked_fill, narrow,
+                         erf, log1p, expm1, remainder, fmod, hypot, var, std, norm, prod,
+                         cumsum, flip, roll, index_select, gather, scatter_add, masked_fill, narrow,
                          split, chunk, unbind, tile, tril, triu, isclose, allclose)
 from numgrad import autograd, nn, viz
 from numgrad.nn.functional import softmax, log_softmax, logsumexp

@@ -184,6 +184,12 @@ class CompiledFunction:
         plan, _ = self._plan(args, kwargs)
         return plan.source()
 
+    def schedule(self, *args, **kwargs):
+        """The fusion plan of this signature (``compiler.schedule``): a tuple of
+        ``Schedule`` (forward, then backward) that prints as a readable listing."""
+        plan, _ = self._plan(args, kwargs)
+        return plan.schedule()
+
 
 class Plan:
     """Everything compiled for one signature: forward (+ backward) programs and metadata."""
@@ -213,6 +219,7 @@ class Plan:
         self.grad = any(v is not None for v in tr.grads)
         backend = get_backend(owner.backend)
         opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
+        self.opts = opts
         wb_vars = [v for _, v in tr.writebacks]
         if self.grad:
             fwd, bwd, n_saved = autodiff.partition(tr, remat=owner.remat)
@@ -292,6 +299,17 @@ class Plan:
                     for e in st.eqns:
                         labels.setdefault(e.out, f"{role} kernel {st.index}")
         return labels
+
+    def schedule(self):
+        from numgrad.compiler import schedule as _schedule
+        graphs = (self.fwd_graph, self.bwd_graph) if self.grad else (self.fwd_graph,)
+        out = []
+        for role, prog, graph in zip(("fwd", "bwd"), self.programs, graphs):
+            # The CPU backend keeps the schedule it rendered; others get one built here
+            # (it does not depend on the backend).
+            s = getattr(prog, "schedule", None)
+            out.append(s if s is not None else _schedule.build(graph, self.opts.but(role=role)))
+        return _schedule.Schedules(out)
 
     def source(self):
         roles = ("forward", "backward") if self.grad else ("forward",)

@@ -316,6 +316,15 @@ class Schedule:
     __repr__ = __str__
 
 
+class Schedules(tuple):
+    """A plan's schedules (forward, backward): ``compiled.schedule(*args)``."""
+
+    def __str__(self):
+        return "\n\n".join(str(s) for s in self)
+
+    __repr__ = __str__
+
+
 # ------------------------------------------------------------------ classify
 def lowerable(e):
     """Can this equation run inside a kernel? (The registry says by its role.)"""

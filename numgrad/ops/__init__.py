@@ -11,7 +11,7 @@ from numgrad.ops.elementwise import where
 from numgrad.ops.api import (
     neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, clone,
     mul, div, maximum, minimum, eq, ne, lt, le, gt, ge,
-    logical_and, logical_or, logical_not, erf, log1p, expm1, remainder, fmod,
+    logical_and, logical_or, logical_not, erf, log1p, expm1, remainder, fmod, hypot,
 )
 from numgrad.ops.reduction import sum, mean, amax, amin, max, min, argmax, argmin
 from numgrad.ops.layout import (

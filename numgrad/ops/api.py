@@ -89,6 +89,12 @@ def erf(input: Tensor) -> Tensor:
     return _S.erf(input)
 
 
+def hypot(input: Operand, other: Operand) -> Tensor:
+    """``sqrt(input**2 + other**2)`` without overflow or underflow in the squares
+    (``torch.hypot``, ``jax.numpy.hypot``); integer operands are computed as floats."""
+    return _S.hypot(input, other)
+
+
 def log1p(input: Tensor) -> Tensor:
     """``log(1 + input)``, exact for small inputs (``torch.log1p``, ``jax.numpy.log1p``)."""
     return _S.log1p(input)

@@ -55,6 +55,11 @@ remainder = defop("remainder", inputs=("x", "y"), impl=_np_remainder, kind=_EW,
 fmod = defop("fmod", inputs=("x", "y"), impl=_np_fmod, kind=_EW, lowering="fmod({0}, {1})",
              scalar=_fmod_scalar,
              node="FmodBackward0")
+# Adding an elementwise op is this one row (and its vjp): eager, tracer, autodiff and every
+# kernel backend read it; the kernels call the ``hypot`` helper of codegen.scalar.
+hypot = defop("hypot", inputs=("x", "y"), impl=np.hypot, kind=_EW, lowering="hypot({0}, {1})",
+              floating=True)
+hypot.defvjp(lambda g, x, out: g * (x / out), lambda g, y, out: g * (y / out))
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 erf.defvjp(lambda g, x: g * (E.exp(-(x * x)) * _TWO_OVER_SQRT_PI))

@@ -83,7 +83,7 @@ def long_chain(x):
 def test_long_parallel_loop_runs_in_chunks_and_matches_eager(n):
     """A long body runs as a chunk function with two interleaved element streams; odd
     chunks compute one element twice and must still count it once in the sum."""
-    from numgrad.compiler.codegen import cpu
+    from numgrad.compiler import schedule
     rng = np.random.default_rng(3)
     data = rng.standard_normal(n)
     f = ng.jit(long_chain)
@@ -91,7 +91,7 @@ def test_long_parallel_loop_runs_in_chunks_and_matches_eager(n):
     xe = ng.tensor(data, requires_grad=True)
     rc, re_ = f(xc), long_chain(xe)
     src = f.source(xc)
-    assert cpu.PARALLEL_INLINE_MAX_BODY < 120
+    assert schedule.PARALLEL_INLINE_MAX_BODY < 120
     assert "prange(" in src and "_g0(lo, m" in src  # the body went into a chunk function
     assert "b1_" in src and "if j >= d1" in src  # ... as interleaved streams
     np.testing.assert_allclose(rc.item(), re_.item(), rtol=1e-10)
@@ -250,7 +250,7 @@ def test_a_failing_prange_tier_keeps_the_serial_kernels(tmp_path, monkeypatch):
 def test_kernels_beside_blas_need_more_work_before_they_go_parallel():
     """OpenBLAS's spinning workers and Numba's prange workers fight for the cores, so a
     plan that calls matmul keeps its mid-size elementwise kernels serial."""
-    from numgrad.compiler.codegen import cpu
+    from numgrad.compiler import schedule as cpu  # the parallel thresholds live there
     h = ng.tensor(np.linspace(-1, 1, 64 * 2048).reshape(64, 2048))
     b = ng.tensor(np.linspace(0, 1, 2048))
     x = ng.tensor(np.linspace(-1, 1, 64 * 32).reshape(64, 32))

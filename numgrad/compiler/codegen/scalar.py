@@ -151,4 +151,10 @@ def ffmod(a, b):
     return np.fmod(a, b)
 
 
-HELPERS += ["erf", "log1p", "expm1", "remainder", "fmod", "ffmod"]
+@njit(inline="always")
+def hypot(a, b):
+    # C's hypot, as np.hypot: no overflow in the squares, inf wins over NaN.
+    return math.hypot(a, b)
+
+
+HELPERS += ["erf", "log1p", "expm1", "remainder", "fmod", "ffmod", "hypot"]
