@@ -22,7 +22,7 @@ from numgrad.ops.indexing import getitem, index_put
 from numgrad.ops.linalg import matmul
 from numgrad.ops.methods import pow, clamp, to, add, sub
 from numgrad.ops import inplace  # noqa: F401  (registers fill/copy)
-from numgrad.ops import structural  # noqa: F401  (registers detach/hook)
+from numgrad.ops import structural  # registers detach and hook
 from numgrad.ops.composites import (
     softplus, gelu, leaky_relu, elu, silu, var, std, norm, prod, cumsum, flip, roll,
     index_select, gather, scatter_add, masked_fill, narrow, split, chunk, unbind, repeat, tile,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad.ops.dispatch import apply
-from numgrad.ops.registry import defop, identity_lowering
+from numgrad.ops.registry import defop
 from numgrad.tensor import Tensor
 
 E = "elementwise"

@@ -88,7 +88,7 @@ class Reduction:
     summed in order, a backend may spell it ``+=``); ``mean`` divides by the count at the
     end."""
 
-    __slots__ = ("combine", "identity", "additive", "mean")
+    __slots__ = ("additive", "combine", "identity", "mean")
 
     def __init__(self, combine, identity, additive=False, mean=False):
         self.combine = combine

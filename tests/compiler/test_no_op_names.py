@@ -10,7 +10,7 @@ import ast
 import pathlib
 import sys
 
-import numgrad  # noqa: F401  (registers every primitive)
+import numgrad  # registers every primitive
 from numgrad.ops.registry import REGISTRY
 
 ROOT = pathlib.Path(numgrad.__file__).parent / "compiler"

@@ -1,6 +1,7 @@
 """compiler.codegen: backends that turn a Graph into a runnable program.
 
-Room: compiler. A backend is ``compile(graph, options) -> Program`` where a
+Room: compiler. A backend is ``compile(graph, options) -> Program`` (``options``: a
+``pipeline.Options``) that renders ``schedule.build(graph, options)``, where a
 Program is called with a flat list of input arrays and returns the list of
 output arrays, and exposes ``source`` (str) and ``kernels`` (int). ``numpy``
 is the reference (it runs each impl); ``cpu`` emits fused Numba kernels.

@@ -30,9 +30,7 @@ from numgrad.compiler.codegen import malloc as _malloc
 from numgrad.compiler.codegen import omp as _omp
 from numgrad.compiler.codegen.cpu_program import Program, cshape, first_line
 from numgrad.compiler.pipeline import Options
-from numgrad.compiler.schedule import (PARALLEL_CHUNKS, PARALLEL_MIN_WORK,  # noqa: F401
-                                       PARALLEL_MIN_WORK_BESIDE_BLAS, Alias, Kernel, Loop,
-                                       Reduce)
+from numgrad.compiler.schedule import PARALLEL_CHUNKS, Alias, Kernel, Loop, Reduce
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
 
@@ -538,6 +536,7 @@ def compile(graph, options=None):
 
 def _fallback(graph, options, source, exc):
     import warnings
+
     from numgrad.compiler.codegen import reference
     first = first_line(exc)
     warnings.warn(f"numgrad could not compile a fused kernel for {options.name!r} ({first}); "
@@ -553,4 +552,4 @@ def _safe(name):
     return out if out and not out[0].isdigit() else "f_" + out
 
 
-__all__ = ["compile", "render", "KernelRenderer", "Extents", "SPELL", "Loop"]
+__all__ = ["SPELL", "Extents", "KernelRenderer", "Loop", "compile", "render"]

@@ -7,7 +7,8 @@
 | cse   | merges equations that compute the same thing from the same inputs |
 | dce   | drops equations nothing reads (hooks are kept: they have side effects) |
 
-Fusion grouping is done by the backend's emitter, which owns loop structure.
+Fusion is planned after these, by ``compiler.schedule`` (which also runs
+``detach_copies``, a rewrite of what kernels run, not of what ``trace()`` shows).
 Set ``NUMGRAD_DEBUG_PASSES=1`` to print the graph after each pass.
 """
 from __future__ import annotations
