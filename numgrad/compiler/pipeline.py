@@ -2,7 +2,8 @@
 
 Room: compiler. A plan (``runtime.Plan``) runs these stages, in this order::
 
-    trace      autodiff.trace        the user's function -> joint graph (IR)
+    trace      autodiff.trace        the user's function -> joint graph (IR); the plan
+                                     runs it, with the guard scan around it
     autodiff   autodiff.partition    joint graph -> forward and backward graphs
     partition  (same call)           what the forward saves for the backward
     passes     passes.optimize       fold, transpose, cse, dce (Graph -> Graph)
@@ -11,7 +12,7 @@ Room: compiler. A plan (``runtime.Plan``) runs these stages, in this order::
     compile    codegen.cache         source -> a module (Numba; disk cache)
     load       codegen.cpu_program   the module's kernels + host steps -> a Program
 
-``compile_graph`` runs the last five for one graph; ``Options`` is every knob
+``lower`` runs every stage after the trace, in this order; ``Options`` is every knob
 they read.
 """
 from __future__ import annotations
@@ -49,7 +50,32 @@ class Options:
         return cls(**{k: v for k, v in dict(options).items() if k in known})
 
 
-def compile_graph(graph, backend, options):
-    """passes already run: schedule, render, compile and load ``graph`` on ``backend``
-    (a module with ``compile(graph, options)``)."""
-    return backend.compile(graph, Options.of(options))
+@dataclass
+class Lowered:
+    """What ``lower`` gives a plan: the graphs after the passes and their programs."""
+    fwd_graph: object
+    bwd_graph: object       # None without a backward
+    n_saved: int            # values the forward saves for the backward
+    fwd: object             # Programs (called with the input arrays)
+    bwd: object
+
+
+def lower(traced, grad, grad_mode, remat, extra_outputs, backend, options):
+    """A trace -> runnable programs: autodiff and partition (when ``grad``: something
+    requires grad), passes, then schedule, render, compile and load (``backend.compile``:
+    ``codegen.cpu`` builds the schedule and renders it). ``extra_outputs``: values the
+    forward also returns (in-place writebacks)."""
+    from numgrad.compiler import autodiff
+    from numgrad.compiler.passes import optimize
+    options = Options.of(options)
+    if grad:
+        fwd, bwd, n_saved = autodiff.partition(traced, remat=remat)
+    else:
+        fwd, bwd, n_saved = autodiff.forward_only(traced), None, 0
+    fwd = fwd.copy(outputs=fwd.outputs + list(extra_outputs))
+    fwd_graph = optimize(fwd)
+    bwd_graph = optimize(bwd) if bwd is not None else None
+    role = "fwd" if grad or not grad_mode else "fwd_nograd"
+    fwd_prog = backend.compile(fwd_graph, options.but(role=role))
+    bwd_prog = backend.compile(bwd_graph, options.but(role="bwd")) if grad else None
+    return Lowered(fwd_graph, bwd_graph, n_saved, fwd_prog, bwd_prog)

@@ -17,8 +17,8 @@ import numpy as np
 
 from numgrad import tracing_hook
 from numgrad.autograd import anomaly
-from numgrad.autograd.graph import Node, edge_of, describe, _FREED, _sequence
-from numgrad.compiler import autodiff, guards, progress, pytree, tracebacks
+from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
+from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
 from numgrad.compiler.codegen import get_backend
 from numgrad.compiler.passes import optimize
 from numgrad.compiler.pipeline import Options
@@ -27,7 +27,6 @@ from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 from numgrad.viz.source import SourceText
-
 
 _ndarray = np.ndarray
 # Plans are built one at a time (Numba compiles under a global lock anyway): threads that
@@ -220,15 +219,13 @@ class Plan:
         backend = get_backend(owner.backend)
         opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
         self.opts = opts
-        wb_vars = [v for _, v in tr.writebacks]
+        # autodiff, partition, passes, schedule, render, compile, load (compiler.pipeline)
+        low = pipeline.lower(tr, self.grad, grad, owner.remat,
+                             [v for _, v in tr.writebacks], backend, opts)
+        self.fwd_graph, self.bwd_graph, self.n_saved = low.fwd_graph, low.bwd_graph, low.n_saved
+        self.fwd, self.bwd = low.fwd, low.bwd
         if self.grad:
-            fwd, bwd, n_saved = autodiff.partition(tr, remat=owner.remat)
-            fwd = fwd.copy(outputs=fwd.outputs + wb_vars)
-            self.n_saved = n_saved
-            self.fwd_graph = optimize(fwd)
-            self.bwd_graph = optimize(bwd)
-            self.fwd = backend.compile(self.fwd_graph, opts.but(role="fwd"))
-            self.bwd = backend.compile(self.bwd_graph, opts.but(role="bwd"))
+            n_saved = low.n_saved
             prim_set = set(tr.graph.inputs[:tr.n_primals])
             read = {v for e in self.bwd_graph.eqns for v in e.inputs}
             self.check_inputs = [i for i, v in enumerate(tr.graph.inputs[:tr.n_primals])
@@ -244,12 +241,6 @@ class Plan:
                               or _saves_params(tr))
             programs = [self.fwd, self.bwd]
         else:
-            fwd = autodiff.forward_only(tr)
-            fwd = fwd.copy(outputs=fwd.outputs + wb_vars)
-            self.n_saved = 0
-            self.fwd_graph = optimize(fwd)
-            self.fwd = backend.compile(self.fwd_graph, opts.but(role="fwd" if not grad
-                                                            else "fwd_nograd"))
             programs = [self.fwd]
         self._joint = None
         if not self.grad:
