@@ -19,6 +19,7 @@ from numgrad.compiler import pytree
 from numgrad.compiler.ir import Graph
 from numgrad.compiler.tracer import RandomWatch, Tracer, TracingError
 from numgrad.grad_mode import set_grad_enabled
+from numgrad.ops.views import layout_standin
 from numgrad.tensor import Tensor
 
 
@@ -62,6 +63,8 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
 
     def enter(leaf, hint=None):
         v = tracer.new_input(leaf.shape, leaf._data.dtype)
+        # Eager mode decides view-or-copy (reshape) from the caller's layout: trace with it.
+        v._ng_standin = layout_standin(leaf._data)
         v.hint = hint
         v.requires_grad = leaf.requires_grad
         t = Tensor._make(v)

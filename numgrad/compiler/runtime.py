@@ -60,7 +60,10 @@ class Stats:
 def _leaf_key(x):
     if isinstance(x, Tensor):
         d = x._data
-        return (d.shape, d.dtype.str, x._requires_grad, str(x.device))
+        # The layout is part of the signature: whether a reshape of the input is a view
+        # (an in-place op through it reaches the caller's tensor) or a copy depends on it.
+        return (d.shape, d.dtype.str, x._requires_grad, str(x.device),
+                None if d.flags.c_contiguous else d.strides)
     if isinstance(x, (int, float, bool, str, type(None), complex, np.generic)):
         # By bits: 0.0 and -0.0 get plans of their own, and NaN finds its plan again.
         return ("const", guards.scalar_key(x.item() if isinstance(x, np.generic) else x),
@@ -153,8 +156,8 @@ class CompiledFunction:
                 if type(a) is not Tensor:
                     break
                 d = a._data
-                if type(d) is not _ndarray:
-                    break
+                if type(d) is not _ndarray or not d.flags.c_contiguous:
+                    break  # strided inputs are keyed by their strides, on the slow path
                 key.append((d.shape, d.dtype.num, a._requires_grad))
             else:
                 plan = self._fast.get(tuple(key))

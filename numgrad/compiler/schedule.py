@@ -66,9 +66,10 @@ The data, top down (all plain classes with public attributes; names are stable):
       .mean                      divide by ``count`` at the end; ``count``: elements per
                                  output (static plans)
     Ref(kind, var, shape, literal) an operand: kind "local" (computed earlier in this
-                                 loop), "scalar" (hoisted one-element read), "literal"
-                                 (a constant, ``literal`` is its Literal), "array" (read
-                                 at the loop's indices, broadcast by ``shape``)
+                                 loop), "scalar" (hoisted one-element read; printed $x),
+                                 "literal" (a constant, ``literal`` is its Literal),
+                                 "array" (read at the loop's indices, broadcast by
+                                 ``shape``; printed @x)
     Alloc(var, fill)             an array to allocate (``fill``: a Literal, or None)
     Literal(value, dtype)        a typed constant; backends spell it
 
@@ -134,7 +135,8 @@ class Literal:
     dtype: np.dtype
 
     def __str__(self):
-        return f"{self.value!r}:{np.dtype(self.dtype).name}"
+        v = self.value.item() if isinstance(self.value, np.generic) else self.value
+        return f"{v!r}:{np.dtype(self.dtype).name}"
 
 
 @dataclass
@@ -171,7 +173,8 @@ class Stmt:
     def __str__(self):
         p = ", ".join(f"{k}={v!r}" for k, v in self.params.items() if not k.startswith("_"))
         return (f"{self.out.name} = {self.op.name}{f'[{p}]' if p else ''} "
-                + " ".join(map(str, self.args)) + ("  -> store" if self.store else ""))
+                + " ".join(map(str, self.args)) + ("  (paired)" if self.paired else "")
+                + ("  -> store" if self.store else ""))
 
 
 @dataclass
@@ -190,7 +193,7 @@ class Reduce:
     additive: bool = False
 
     def __str__(self):
-        where = "acc" if self.full else f"{self.out.name}[keep={self.keep}]"
+        where = f"acc {self.out.name}" if self.full else f"{self.out.name}[keep={self.keep}]"
         return (f"{where} {self.combine.name}= {self.arg}  ({self.op.name}, from "
                 f"{self.identity}{', / count' if self.mean else ''})")
 

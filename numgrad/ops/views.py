@@ -115,6 +115,15 @@ def _step_view(a, prim, params):
     return prim.impl(a, **params)
 
 
+def layout_standin(a):
+    """A stand-in with the strides of the concrete array ``a``; None if ``a`` is C-contiguous
+    (a traced input with a caller's transposed or sliced layout reshapes as eager does)."""
+    if a.flags.c_contiguous:
+        return None
+    return np.lib.stride_tricks.as_strided(np.zeros(1, a.dtype), a.shape, a.strides,
+                                           writeable=False)
+
+
 def standin(data):
     """The strided stand-in of a traced value: C-contiguous unless the tracer kept one."""
     a = getattr(data, "_ng_standin", None)

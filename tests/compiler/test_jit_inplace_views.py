@@ -282,3 +282,41 @@ def test_detached_alias_shares_values_under_jit(fn):
     for a, b, c in zip(jit, eager, ref):  # (kernels may reassociate x * 2 * 3, and use vmath)
         np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15)
         np.testing.assert_allclose(b, c, rtol=1e-12, atol=1e-12)
+
+
+# A caller's layout decides whether a reshape of the input is a view (writes reach the
+# caller's tensor) or a copy (they do not): the same jitted function called with a
+# C-contiguous, a transposed and a sliced input must do what eager mode does with each.
+def _reshape_input_inplace(x):
+    y = x.reshape(-1)
+    y.mul_(2.0)
+    return y * 1.0
+
+
+def _view_of_input_inplace(x):
+    x[0].add_(1.0)
+    return x * 1.0
+
+
+_LAYOUTS = {
+    "contiguous": lambda a: a,
+    "transposed": lambda a: np.ascontiguousarray(a.T).T,
+    "sliced": lambda a: np.concatenate([a, a], axis=1)[:, ::2],
+}
+_layout_jits = {f: ng.jit(f) for f in (_reshape_input_inplace, _view_of_input_inplace)}
+
+
+@pytest.mark.parametrize("fn", list(_layout_jits), ids=lambda f: f.__name__)
+def test_callers_layout_decides_view_or_copy_as_eagerly(fn):
+    base = np.arange(12.0).reshape(SHAPE)
+    for layout, make in _LAYOUTS.items():  # one jitted function, the layouts in turn
+        got = {}
+        for name, run, lib in (("eager", fn, ng), ("jit", _layout_jits[fn], ng),
+                               ("torch", fn, torch)):
+            x = lib.from_numpy(make(base.copy()))  # shares the strided array
+            got[name] = (run(x).numpy().copy(), x.numpy().copy())
+        for name in ("jit", "eager"):
+            np.testing.assert_array_equal(got[name][0], got["torch"][0],
+                                          err_msg=f"{layout}: {name} result")
+            np.testing.assert_array_equal(got[name][1], got["torch"][1],
+                                          err_msg=f"{layout}: the caller's tensor ({name})")

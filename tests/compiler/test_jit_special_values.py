@@ -265,10 +265,7 @@ def test_empty_max_raises_like_torch(fn, error):
             f(ng.zeros(0, 3, requires_grad=True))
 
 
-@pytest.mark.xfail(strict=True, reason="kernels are compiled with `reassoc` (needed to vectorise "
-                   "float sums), which lets LLVM fold x * 1e300 * 1e-300 into x * 1: finite "
-                   "where eager overflows to inf. Fixing it needs reductions emitted with "
-                   "explicit partial sums, so that `reassoc` can go.")
+# Kernels once had `reassoc` on every float op, and LLVM folded this to x * 1.
 def test_products_of_constants_overflow_as_eagerly():
     def f(x):
         return x * 1e300 * 1e-300

@@ -11,6 +11,7 @@ import math
 import numpy as np
 from numba import njit
 
+from numgrad.compiler.codegen.accumulate_ir import radd  # noqa: F401 (kernels call it)
 from numgrad.compiler.codegen.arrays_ir import alloc, full, view  # noqa: F401 (kernels call them)
 from numgrad.compiler.codegen.llvm_attrs import noalias_args  # noqa: F401 (kernels call it)
 
