@@ -441,7 +441,10 @@ def _backend_for(owner, tensors):
         cuda = [d for d in devices if d.type == "cuda"]
         other = [d for d in devices if d is not cuda[0]]
         raise mismatch(cuda[0], other[0])
-    if devices and devices[0].type == "cuda" and owner.backend != "numpy":
+    if devices and devices[0].type == "cuda":
+        if owner.backend not in ("cpu", "cuda"):
+            raise RuntimeError(f"ng.jit(backend={owner.backend!r}) runs on the CPU only; call "
+                               "it with CPU tensors, or leave backend unset for CUDA tensors")
         from numgrad.compiler import cuda_device
         cuda_device.check(devices[0].index or 0)
         return "cuda"
