@@ -118,7 +118,8 @@ def edge_of(t: Tensor):
 
 def describe(data, dtype_name) -> str:
     shape = ", ".join(str(s) for s in data.shape)
-    return f"[numgrad.{_TYPE_NAMES.get(dtype_name, 'Tensor')} [{shape}]]"
+    where = "cuda." if getattr(data, "_ng_device", None) is not None else ""  # as torch.cuda.*
+    return f"[numgrad.{where}{_TYPE_NAMES.get(dtype_name, 'Tensor')} [{shape}]]"
 
 
 class SavedTensor:

@@ -218,3 +218,13 @@ def test_source_shows_cuda_kernels():
     f = ng.jit(lambda x: (x.exp() * 2).sum())
     src = str(f.source(ng.ones(4, device="cuda")))
     assert "@cuda.jit" in src and "cuda.grid(1)" in src and "cuda.shared.array" in src
+
+
+def test_inplace_after_a_cuda_plan_saved_it_raises_as_torch():
+    f = ng.jit(lambda x: (x.sin() * x).sum())
+    x = ng.ones(4, device="cuda", requires_grad=True)
+    h = x * 1
+    y = f(h)
+    h.add_(1)
+    with pytest.raises(RuntimeError, match=r"numgrad\.cuda\.FloatTensor \[4\]\].*version 1"):
+        y.backward()
