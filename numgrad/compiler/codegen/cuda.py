@@ -19,7 +19,8 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
   shared-memory tree combining them: deterministic too, and no atomics.
 - **host steps** the device can run itself: matmul (``blas`` in the registry: 1-d/2-d
   operands, or batches with equal batch dims or a 2-d right side) as a 16x16 tiled
-  shared-memory kernel (cuBLAS via nvmath-python is not used: it is no dependency here,
+  shared-memory kernel, which reads a transposed operand (``W.T`` of a linear layer)
+  from its source when only matmuls use the transpose (cuBLAS via nvmath-python is not used: it is no dependency here,
   and the simulator could not test it); a one-input view op (``permute``, slicing...) as
   a gather through an index map made by running the op's own impl on ``arange`` at
   render time. Everything else runs on the host: the op's NumPy impl on a host copy,
@@ -365,36 +366,51 @@ class Renderer:
         return kname, m
 
     # ------------------------------------------------------------ device steps
-    def matmul(self, e):
+    def matmul(self, e, srcs):
+        """The tiled matmul; ``srcs``: per operand, the array it is read from and whether
+        that array is the operand transposed (a transpose folded into the read: its tile
+        is loaded along the stored rows, so the loads stay coalesced)."""
         kname = self.name("_matmul")
         batch, m, kk, n, bx, by = matmul_dims(e)
+        (va, ta), (vb, tb) = srcs
         t = _TYPES[e.out.dtype.name]
         zero = SPELL.lit(0, e.out.dtype)
+        T = TILE
         s = self.src
-        self._header(kname, ["a", "b", "c"], [_arr(e.inputs[0].dtype),
-                                              _arr(e.inputs[1].dtype), _arr(e.out.dtype)])
-        s(1, f"sa = cuda.shared.array(({TILE}, {TILE}), {t})")
-        s(1, f"sb = cuda.shared.array(({TILE}, {TILE}), {t})")
+        self._header(kname, ["a", "b", "c"], [_arr(va.dtype), _arr(vb.dtype),
+                                              _arr(e.out.dtype)])
+        s(1, f"sa = cuda.shared.array(({T}, {T}), {t})")
+        s(1, f"sb = cuda.shared.array(({T}, {T}), {t})")
         s(1, "tx = cuda.threadIdx.x")
         s(1, "ty = cuda.threadIdx.y")
         s(1, "z = cuda.blockIdx.z")
-        s(1, f"row = cuda.blockIdx.y * {TILE} + ty")
-        s(1, f"col = cuda.blockIdx.x * {TILE} + tx")
+        s(1, f"row0 = cuda.blockIdx.y * {T}")
+        s(1, f"col0 = cuda.blockIdx.x * {T}")
+        s(1, "row = row0 + ty")
+        s(1, "col = col0 + tx")
         s(1, f"oa = {f'z * {m * kk}' if bx else '0'}")
         s(1, f"ob = {f'z * {kk * n}' if by else '0'}")
         s(1, f"acc = {zero}")
-        s(1, f"for t0 in range(0, {kk}, {TILE}):")
-        s(2, f"sa[ty, tx] = a[oa + row * {kk} + t0 + tx] if (row < {m} and t0 + tx < {kk}) "
-             f"else {zero}")
-        s(2, f"sb[ty, tx] = b[ob + (t0 + ty) * {n} + col] if (col < {n} and t0 + ty < {kk}) "
-             f"else {zero}")
+        s(1, f"for t0 in range(0, {kk}, {T}):")
+        if ta:  # a is stored (kk, m): sa[r, k] = a[(t0 + k) * m + row0 + r]
+            s(2, f"sa[tx, ty] = a[oa + (t0 + ty) * {m} + row0 + tx] if (row0 + tx < {m} and "
+                 f"t0 + ty < {kk}) else {zero}")
+        else:
+            s(2, f"sa[ty, tx] = a[oa + row * {kk} + t0 + tx] if (row < {m} and t0 + tx < {kk}) "
+                 f"else {zero}")
+        if tb:  # b is stored (n, kk): sb[k, c] = b[(col0 + c) * kk + t0 + k]
+            s(2, f"sb[tx, ty] = b[ob + (col0 + ty) * {kk} + t0 + tx] if (col0 + ty < {n} and "
+                 f"t0 + tx < {kk}) else {zero}")
+        else:
+            s(2, f"sb[ty, tx] = b[ob + (t0 + ty) * {n} + col] if (col < {n} and t0 + ty < {kk}) "
+                 f"else {zero}")
         s(2, "cuda.syncthreads()")
-        s(2, f"for q in range({TILE}):")
+        s(2, f"for q in range({T}):")
         s(3, "acc += sa[ty, q] * sb[q, tx]")
         s(2, "cuda.syncthreads()")
         s(1, f"if row < {m} and col < {n}:")
         s(2, f"c[z * {m * n} + row * {n} + col] = acc")
-        return ("tiled_mm", kname, (batch, m, n), e)
+        return ("tiled_mm", kname, (batch, m, n), e, [va, vb])
 
     def gather(self, e, idx):
         kname = self.name("_gather")
@@ -410,6 +426,34 @@ class Renderer:
         return ("index_map", kname, idx, e)
 
 
+def _is_transpose(e, idx):
+    """Whether the index map ``idx`` of view op ``e`` swaps its input's last two dims."""
+    x = e.inputs[0]
+    if x.ndim < 2 or idx is None:
+        return False
+    want = np.arange(_size(x.shape), dtype=np.int64).reshape(x.shape).swapaxes(-1, -2)
+    return idx.shape == (want.size,) and bool((idx == want.reshape(-1)).all())
+
+
+def _transposes_into_matmuls(sched):
+    """``{transposed value: (its source, True)}`` for transposes that only tiled matmuls
+    read (W^T of a linear layer): the matmul reads the source instead of a gathered copy."""
+    users = sched.graph.users()
+    outs = set(sched.graph.outputs)
+    host = {s.eqn.out: s.eqn for s in sched.steps if isinstance(s, HostStep)}
+    folded = {}
+    for v, e in host.items():
+        if v in outs or e.inputs[0].ndim < 2:
+            continue
+        us = users.get(v, [])
+        if not us or not all(u.prim.blas and u.out in host and matmul_dims(u) is not None
+                             and u.inputs[0] is not u.inputs[1] for u in us):
+            continue
+        if _is_transpose(e, gather_map(e)):
+            folded[v] = (e.inputs[0], True)
+    return folded
+
+
 HEADER = ("import math\nimport numpy as np\n"
           "from numba import cuda, float32, float64, int64, boolean  # noqa: F401\n"
           "from numgrad.compiler.codegen.cuda_scalar import *  # noqa: F403\n")
@@ -422,11 +466,14 @@ def render(graph, options=None):
     sched = _schedule.build(graph, options)
     r = Renderer(sched, cuda_device.THREADS)
     steps = []
+    folded = _transposes_into_matmuls(sched)
     for step in sched.steps:
         if isinstance(step, HostStep):
             e = step.eqn
+            if e.out in folded:
+                continue  # read transposed by the matmuls that use it
             if e.prim.blas and matmul_dims(e) is not None:
-                steps.append(r.matmul(e))
+                steps.append(r.matmul(e, [folded.get(v, (v, False)) for v in e.inputs]))
                 continue
             idx = gather_map(e) if e.out.dtype.name in _TYPES else None
             if idx is not None and idx.size:

@@ -83,11 +83,10 @@ class Program:
                     fns[rname][max(1, min(m, launch.max_blocks)), launch.threads](
                         env[src].buf, out.buf)
             elif kind == "tiled_mm":
-                _, name, (batch, m, n), e = st
+                _, name, (batch, m, n), e, (va, vb) = st
                 out = env[e.out] = empty(e.out.shape, e.out.dtype, device)
                 grid = (math.ceil(n / TILE), math.ceil(m / TILE), batch)
-                fns[name][grid, (TILE, TILE)](env[e.inputs[0]].buf, env[e.inputs[1]].buf,
-                                              out.buf)
+                fns[name][grid, (TILE, TILE)](env[va].buf, env[vb].buf, out.buf)
             elif kind == "index_map":
                 _, name, idx, e = st
                 out = env[e.out] = empty(e.out.shape, e.out.dtype, device)
