@@ -202,7 +202,7 @@ class Renderer:
 
     def _block_reduce(self, d, acc, dt, combine, store):
         """Tree reduction of ``acc`` over the block in shared memory (declared by
-        ``_shared``); thread 0 stores the block's result."""
+        ``_shared``); thread 0 runs ``store``, a line with ``{}`` for the block's result."""
         s = self.src
         s(d, "tid = cuda.threadIdx.x")
         s(d, f"sm_{acc}[tid] = {acc}")
@@ -215,7 +215,7 @@ class Renderer:
         s(d + 1, "cuda.syncthreads()")
         s(d + 1, "half //= 2")
         s(d, "if tid == 0:")
-        s(d + 1, f"{store}sm_{acc}[0]")
+        s(d + 1, store.format(f"sm_{acc}[0]"))
 
     # ---------------------------------------------------------------- loops
     def loop(self, L, literals):
@@ -304,7 +304,7 @@ class Renderer:
                 s(2, f"{self.arg(st.out)}[i] = {env[st.out]}")
         s(2, "i += step")
         for j, r in enumerate(full):
-            self._block_reduce(1, f"acc{j}", r.dtype, r.combine, f"p{j}[cuda.blockIdx.x] = ")
+            self._block_reduce(1, f"acc{j}", r.dtype, r.combine, "p%d[cuda.blockIdx.x] = {}" % j)
         finals = [(self.final(r), r) for r in full]
         reduces = [(self.reduce(r, S), r, red_src[id(r)]) for r in part]
         return ("loop", kname, ins, outs, finals, n, reduces)
@@ -322,13 +322,12 @@ class Renderer:
         s(1, "while j < nparts:")
         s(2, f"acc = {r.combine.scalar(['acc', 'parts[j]'], r.dtype, {}, SPELL)}")
         s(2, "j += cuda.blockDim.x")
-        total = "sm_acc[0]"
+        total = "{}"
         if r.mean:
             total = f"{total} / {SPELL.lit(r.count, r.dtype)}"
         if np.dtype(r.dtype) != od:
             total = SPELL.cast(total, od)
-        self._block_reduce(1, "acc", r.dtype, r.combine, "out[0] = ")
-        self.src.lines[-1] = self.src.lines[-1].replace("out[0] = sm_acc[0]", f"out[0] = {total}")
+        self._block_reduce(1, "acc", r.dtype, r.combine, f"out[0] = {total}")
         return kname
 
     def reduce(self, r, S):
@@ -358,7 +357,7 @@ class Renderer:
             v = SPELL.cast(v, ad)
         s(3, f"acc = {r.combine.scalar(['acc', v], ad, {}, SPELL)}")
         s(3, "r += cuda.blockDim.x")
-        self._block_reduce(2, "acc", ad, r.combine, "out[o] = ")
+        self._block_reduce(2, "acc", ad, r.combine, "out[o] = {}")
         if r.mean:
             s(3, f"out[o] = out[o] / {SPELL.lit(nr, ad)}")
         s(2, "cuda.syncthreads()")
