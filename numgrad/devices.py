@@ -17,13 +17,10 @@ def cuda_is_available() -> bool:
 
 
 def transfer(t, device):
-    """``t`` on ``device``: a differentiable copy (``ToCopyBackward0``)."""
+    """``t`` on ``device``: a differentiable copy (``ToCopyBackward0``); ``t`` itself when
+    it is there already."""
     from numgrad.ops.device_copy import to_device
-    if device.type == "cuda":
-        from numgrad.compiler import cuda_device
-        cuda_device.check(device.index or 0)
-        if device.index is None:
-            device = type(device)("cuda", 0)
+    device = target(device)
     if device == t.device:
         return t
     return to_device(t, device=str(device), src=str(t.device))
@@ -52,7 +49,3 @@ def wrap_cuda_interface(obj):
     from numgrad.compiler import cuda_array
     from numgrad.tensor import Tensor
     return Tensor._make(cuda_array.from_interface(obj))
-
-
-def has_cuda_interface(obj):
-    return hasattr(obj, "__cuda_array_interface__") and not hasattr(obj, "_ng_device")

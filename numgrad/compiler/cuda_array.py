@@ -128,15 +128,6 @@ def to_device(a, device):
     return CudaArray(buf, a.shape, a.dtype, _device("cuda", index))
 
 
-def to_host(d):
-    return d._ng_host()
-
-
-def has_interface(obj):
-    return hasattr(type(obj), "__cuda_array_interface__") or hasattr(
-        obj, "__cuda_array_interface__") and not isinstance(obj, np.ndarray)
-
-
 def from_interface(obj):
     """Wrap an object exporting ``__cuda_array_interface__`` without copying it."""
     cai = obj.__cuda_array_interface__
