@@ -2,7 +2,7 @@
 ``@ng.jit`` on CUDA tensors (Numba's simulator): values and input gradients equal eager
 numgrad on the CPU. (test_cuda_ptx.py compiles the matrix's kernels for sm_90, not these,
 to keep CI short; all of tests/cuda's kernels, these included, compiled and assembled for
-sm_90 without spills under ``NUMGRAD_PTX_ALL=1``: 313 distinct, see the README.)"""
+sm_90 without spills under ``NUMGRAD_PTX_ALL=1``: 298 distinct, see the README.)"""
 from __future__ import annotations
 
 import importlib.util
