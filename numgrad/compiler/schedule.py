@@ -114,6 +114,16 @@ INTERLEAVE_LONG_BODIES = True
 # Two streams: W4 0.48 -> 0.31 ms. Four ran 1.26 ms (the vectorised body no longer fits
 # the registers) and took 24 s to compile.
 STREAMS = 2
+# A parallel flat loop whose transcendentals weigh this much (the registry's weights, 8
+# per transcendental) is outlined into two streams even when its body is short: a
+# vectorised sin -> tanh -> exp chain is one long dependency chain per vector, too long
+# for the CPU to overlap iterations, and two independent streams overlap it. W2's call +
+# .backward() at 1e6, 1 thread, CPU ms per call interleaved in one process: forward
+# program 8.1 -> 5.0, backward program 9.9 -> 6.2, call + backward 16-22 -> 13-14
+# (bench/w2_habit_breakdown.py). The streams inline in the parfor body instead took
+# Numba's parfors 8 s to compile; outlined they cost the chunk function's compile
+# (about +1 s CPU for W2's cold call + backward with Numba-compiled chunk functions).
+INTERLEAVE_MIN_HEAVY_WEIGHT = 16
 # Chunks of a parallel loop's outer index: fixed, so that results do not depend on the
 # thread count; enough to balance 2-16 threads.
 PARALLEL_CHUNKS = 64
@@ -516,13 +526,17 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
     # not depend on the thread count, and serially (the serial tier) the loop gives the
     # same bits. Loops without one need no chunks for that and run faster without
     # (W5: 2.0 -> 1.87 ms); long bodies are chunked anyway, to be outlined.
-    loop.chunked = loop.parallel and bool(full_reds or len(members) > PARALLEL_INLINE_MAX_BODY)
+    long_body = len(members) > PARALLEL_INLINE_MAX_BODY
+    heavy = sum(e.prim.weight for e in members if e.prim.weight > 1)
+    interleave = (loop.parallel and flat and INTERLEAVE_LONG_BODIES
+                  and (long_body or heavy >= INTERLEAVE_MIN_HEAVY_WEIGHT))
+    loop.chunked = loop.parallel and bool(full_reds or long_body or interleave)
     if loop.chunked and not sched.generic:
         outer = loop.outer
         loop.chunk_size = -(-outer // min(outer, PARALLEL_CHUNKS))
         loop.chunks = -(-outer // loop.chunk_size)
-    loop.outlined = loop.chunked and len(members) > PARALLEL_INLINE_MAX_BODY
-    loop.streams = STREAMS if (loop.outlined and INTERLEAVE_LONG_BODIES and flat) else 1
+    loop.outlined = loop.chunked and (long_body or interleave)
+    loop.streams = STREAMS if interleave else 1
     local = set()
 
     def ref(v):

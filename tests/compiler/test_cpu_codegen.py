@@ -147,12 +147,29 @@ def test_tiered_compile_runs_serial_first_then_prange_with_identical_bits(tmp_pa
     np.testing.assert_allclose(first[0], out.item(), rtol=1e-12)
     np.testing.assert_allclose(first[1], tx.grad.numpy(), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(first[2], ty.grad.numpy(), rtol=1e-12, atol=1e-14)
-    # A loop without a full reduction runs flat under prange: the same code per element.
+    # A loop without a full reduction and few transcendentals runs flat under prange:
+    # the same code per element.
+    xl, yl = ng.tensor(rng.standard_normal(20000)), ng.tensor(rng.standard_normal(20000))
+    ew = ng.jit(lambda a, b: ng.tanh(a * b) + a * b - b)
+    ew_first = ew(xl, yl).numpy().copy()
+    assert _programs(ew)[0].tier == "serial"
+    assert np.array_equal(ew(xl, yl).numpy(), ew_first) and _programs(ew)[0].tier == "final"
+    assert "prange(20000)" in ew.source(xl, yl)
+    # With several transcendentals it runs in chunks as two interleaved streams
+    # (schedule.INTERLEAVE_MIN_HEAVY_WEIGHT): the same bits in both tiers and on one thread.
     ew = ng.jit(lambda a, b: ng.tanh(a * b) + ng.sin(a) * ng.exp(-b))
     ew_first = ew(x, y).numpy().copy()
     assert _programs(ew)[0].tier == "serial"
     assert np.array_equal(ew(x, y).numpy(), ew_first) and _programs(ew)[0].tier == "final"
-    assert "prange(6000)" in ew.source(x, y)
+    assert "prange(6000)" not in ew.source(x, y) and "_s1[j]" in ew.source(x, y)
+    try:
+        numba.set_num_threads(1)
+        assert np.array_equal(ew(x, y).numpy(), ew_first)
+    finally:
+        numba.set_num_threads(saved)
+    ref = torch.tanh(torch.tensor(xs) * torch.tensor(ys)) + torch.sin(
+        torch.tensor(xs)) * torch.exp(-torch.tensor(ys))
+    np.testing.assert_allclose(ew_first, ref.numpy(), rtol=1e-13, atol=1e-15)
     # A new plan for the same source (another process, or after a retrace) finds the
     # prange tier built and loads it at once.
     g = ng.jit(ng.value_and_grad(w2, argnums=(0, 1)))
