@@ -23,6 +23,7 @@ from numgrad.compiler.codegen import get_backend
 from numgrad.compiler.passes import optimize
 from numgrad.compiler.pipeline import Options
 from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, PlanCache
+from numgrad.compiler.speculate import Speculation
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
@@ -265,6 +266,9 @@ class Plan:
                 and not tr.writebacks and not tr.leaf_hooks and not self.check_outputs
                 and (not self.grad or self._out_slot[0] is not None)):
             self._one_output = self._out_slot[0] if self.grad else 0
+        # loss = f(x); loss.backward(): the call may compute the gradients (speculate.py).
+        self.spec = (Speculation.maybe(tr, owner.remat, backend, opts)
+                     if self.grad and self._one_output is not None else None)
         if verbose:
             print(f"[numgrad.jit] {name}: traced and compiled {len(programs)} program(s), "
                   f"{stats.kernels} kernel(s) in {time.perf_counter() - t0:.2f}s")
@@ -315,10 +319,15 @@ class Plan:
             if self.captured:
                 tensors += self.captured
             arrays = [_contiguous(t._data) for t in tensors]
-            res = self.fwd(arrays)
+            spec = self.spec
+            if spec is not None and spec.on:
+                res, grads = spec.run(arrays)
+            else:
+                res, grads = self.fwd(arrays), None
             if not self.grad:
                 return Tensor._make(res[0])
             node = CompiledFunctionBackward(self, tensors, arrays, res[1:1 + self.n_saved])
+            node._spec = grads
             if anomaly.enabled:
                 anomaly.record(node)
             return Tensor._make(res[0], node, None, self._one_output)
@@ -466,7 +475,8 @@ def active_backward_node():
 class CompiledFunctionBackward(Node):
     """The backward of one compiled call; runs the compiled backward program."""
 
-    __slots__ = ("_plan", "_tensors", "_arrays", "_saved", "_versions", "_outs", "_freed")
+    __slots__ = ("_plan", "_tensors", "_arrays", "_saved", "_versions", "_outs", "_freed",
+                 "_spec")
 
     def __init__(self, plan, tensors, arrays, saved):
         # Node.__init__, inlined: one of these is made per compiled call.
@@ -482,6 +492,7 @@ class CompiledFunctionBackward(Node):
         self._versions = [(tensors[i], tensors[i]._vc.value) for i in plan.check_inputs]
         self._outs = []
         self._freed = False
+        self._spec = None  # gradients for a cotangent of 1, computed by the call
 
     def name(self):
         return "CompiledFunctionBackward"
@@ -537,11 +548,20 @@ class CompiledFunctionBackward(Node):
         self._check_versions()
         plan = self._plan
         result = [None] * len(self._tensors)
+        spec, self._spec = self._spec, None
+        if spec is not None:
+            plan.spec.pending -= 1
         if is_grad_enabled():  # create_graph: differentiate the backward itself
             gs = plan.differentiable_backward(self._tensors, grads)
             for i, g in zip(plan.grad_pos, gs):
                 result[i] = g
             return result
+        if plan.spec is not None and grads[0] is not None:
+            if spec is not None and plan.spec.is_one(grads[0]._data):
+                for i, r in zip(plan.grad_pos, spec):
+                    result[i] = Tensor._make(r)
+                return result
+            plan.spec.saw_backward(grads[0]._data)
         args = self._arrays + self._saved
         for g, v in zip(grads, plan.cot_vars):
             if g is None:
@@ -569,3 +589,4 @@ class CompiledFunctionBackward(Node):
         self._freed = True
         self._saved = None
         self._arrays = None
+        self._spec = None

@@ -1,0 +1,89 @@
+"""compiler.speculate: the PyTorch habit ``loss = f(x); loss.backward()`` in one pass.
+
+Room: compiler. A plan whose function returns one scalar that requires grad usually
+sees its backward seeded with 1 (``loss.backward()``). Once a backward of the plan has
+been seeded with exactly 1, its later calls run the joint program instead of the
+forward one: outputs, the gradients for a cotangent of 1 and the values the ordinary
+backward would need, in one fused pass over the data (what ``jit(value_and_grad)``
+runs). When that call's backward comes with a cotangent of 1, the node hands these
+gradients out (they are the backward program's bits for that cotangent: the same
+equations on the same values); with any other cotangent, a second backward
+(``retain_graph``), or ``create_graph``, it runs the ordinary backward as before.
+
+Hooks inside the function (they must run during the backward, not the call), random
+ops and output hooks keep the ordinary path. A plan whose speculative calls are not
+followed by their backward (evaluation with grad enabled) stops speculating, so the
+gradients it computed for nothing cost at most ``MAX_PENDING`` calls.
+
+W2 at 1e6 float64 (bench/w2_habit_breakdown.py): call + ``.backward()`` becomes one
+fused pass, as ``jit v&g``.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+# Speculative calls whose backward has not come yet; over this the plan stops.
+MAX_PENDING = 4
+ENABLED = os.environ.get("NUMGRAD_SPECULATE", "1") != "0"
+
+
+class Speculation:
+    """Per plan: the joint program (built when first wanted) and when to use it."""
+
+    __slots__ = ("_build", "joint", "n_grads", "on", "off", "pending", "ct_shape",
+                 "ct_dtype")
+
+    def __init__(self, build, n_grads, ct_shape, ct_dtype):
+        self._build = build
+        self.joint = None
+        self.n_grads = n_grads
+        self.on = False        # the next calls run the joint program
+        self.off = False       # given up for this plan
+        self.pending = 0
+        self.ct_shape, self.ct_dtype = ct_shape, ct_dtype
+
+    @classmethod
+    def maybe(cls, tr, remat, backend, opts):
+        """A Speculation for an eligible trace (one scalar output with a cotangent, no
+        user hooks or random ops inside), else None."""
+        if not ENABLED or len(tr.cotangent_of) != 1 or tr.probed or len(tr.outputs) != 1:
+            return None
+        ct = tr.graph.inputs[tr.n_primals]
+        if int(np.prod(ct.shape)) != 1:
+            return None
+        for e in tr.graph.eqns:
+            if e.prim.random or "calls_user" in e.prim.effects:
+                return None
+        grads = [v for v in tr.grads if v is not None]
+
+        def build():
+            from numgrad.compiler import autodiff
+            from numgrad.compiler.passes import optimize
+            fwd, _, n_saved = autodiff.partition(tr, remat=remat)
+            saved = fwd.outputs[len(tr.outputs):len(tr.outputs) + n_saved]
+            graph = optimize(tr.graph.copy(outputs=list(tr.outputs) + grads + list(saved)))
+            return backend.compile(graph, opts.but(role="joint"))
+        return cls(build, len(grads), ct.shape, ct.dtype)
+
+    def is_one(self, g):
+        """Is the cotangent ``g`` (an array) exactly 1 in the backward's dtype?"""
+        return (g.dtype == self.ct_dtype and g.size == 1 and g.reshape(-1)[0] == 1
+                and not np.signbit(g.reshape(-1)[0]))
+
+    def run(self, arrays):
+        """``(outputs + saved, grads)`` from the joint program."""
+        if self.joint is None:
+            self.joint = self._build()
+        self.pending += 1
+        if self.pending > MAX_PENDING:  # calls without their backward: stop after this one
+            self.on, self.off = False, True
+        res = self.joint(list(arrays) + [np.ones(self.ct_shape, self.ct_dtype)])
+        k = self.n_grads
+        return [res[0]] + list(res[1 + k:]), list(res[1:1 + k])
+
+    def saw_backward(self, g):
+        """An ordinary backward of this plan ran with cotangent array ``g``."""
+        if not self.off and self.is_one(g):
+            self.on = True
