@@ -32,8 +32,7 @@ ENABLED = os.environ.get("NUMGRAD_SPECULATE", "1") != "0"
 class Speculation:
     """Per plan: the joint program (built when first wanted) and when to use it."""
 
-    __slots__ = ("_build", "joint", "n_grads", "on", "off", "pending", "ct_shape",
-                 "ct_dtype")
+    __slots__ = ("_build", "joint", "n_grads", "on", "off", "pending", "ct_dtype", "_one")
 
     def __init__(self, build, n_grads, ct_shape, ct_dtype):
         self._build = build
@@ -42,7 +41,8 @@ class Speculation:
         self.on = False        # the next calls run the joint program
         self.off = False       # given up for this plan
         self.pending = 0
-        self.ct_shape, self.ct_dtype = ct_shape, ct_dtype
+        self.ct_dtype = np.dtype(ct_dtype)
+        self._one = np.ones(ct_shape, ct_dtype)  # the seed; kernels never write an input
 
     @classmethod
     def maybe(cls, tr, remat, backend, opts):
@@ -79,7 +79,7 @@ class Speculation:
         self.pending += 1
         if self.pending > MAX_PENDING:  # calls without their backward: stop after this one
             self.on, self.off = False, True
-        res = self.joint(list(arrays) + [np.ones(self.ct_shape, self.ct_dtype)])
+        res = self.joint(list(arrays) + [self._one])
         k = self.n_grads
         return [res[0]] + list(res[1 + k:]), list(res[1:1 + k])
 
