@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import numgrad as ng  # noqa: E402  (this checkout's, not an installed one)
+import numgrad as ng  # this checkout's, not an installed one
 
 
 def w2(x, y):
@@ -85,7 +85,7 @@ def measure(n, dtype="float64", reps=30):
     # The partition puts the forward's equations the backward recomputes first; the
     # backward's own carry the trace's "bwd" mark.
     recomputed = sum(1 for e in plan.bwd_graph.eqns if not e.ann.get("bwd"))
-    spec = hplan.spec
+    spec = getattr(hplan, "spec", None)  # (absent before compiler/speculate.py)
     facts = {
         "call + .backward() runs the joint program (compiler/speculate.py)":
             bool(spec and spec.on and spec.joint is not None),
@@ -132,7 +132,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     for s in a.sizes:
         n = int(float(s))
-        facts, wall, cpu, flt, med, cmed = measure(n, a.dtype, a.reps)
+        facts, wall, _, flt, med, cmed = measure(n, a.dtype, a.reps)
         print(f"\nW2 n={s} {a.dtype}, {numba.get_num_threads()} threads, {a.reps} interleaved rounds")
         for k, v in facts.items():
             print(f"  {k}: {v}")

@@ -32,7 +32,7 @@ ENABLED = os.environ.get("NUMGRAD_SPECULATE", "1") != "0"
 class Speculation:
     """Per plan: the joint program (built when first wanted) and when to use it."""
 
-    __slots__ = ("_build", "joint", "n_grads", "on", "off", "pending", "ct_dtype", "_one")
+    __slots__ = ("_build", "_one", "ct_dtype", "joint", "n_grads", "off", "on", "pending")
 
     def __init__(self, build, n_grads, ct_shape, ct_dtype):
         self._build = build
