@@ -131,3 +131,41 @@ def test_a_hook_inside_the_function_keeps_the_ordinary_path():
     assert _plan(f).spec is None
     f(x, y).backward()
     assert len(seen) == 2
+
+
+def test_matmul_plan_with_saved_values_and_int_targets(monkeypatch):
+    """An MLP step (matmuls on the host between kernels, saved activations, an int64
+    input): the speculated gradients are the ordinary backward's bits."""
+    F = ng.nn.functional
+
+    def loss(w1, b1, w2, X, T):
+        h = F.relu(F.linear(X, w1, b1))
+        return F.nll_loss(F.log_softmax(h @ w2.T, dim=1), T)
+    rng = np.random.default_rng(5)
+    data = [rng.standard_normal(s).astype(np.float32) for s in ((16, 12), (16,), (4, 16))]
+    X = ng.tensor(rng.standard_normal((8, 12)).astype(np.float32))
+    T = ng.tensor(rng.integers(0, 4, 8))
+
+    def grads(f, times):
+        ps = [ng.tensor(d, requires_grad=True) for d in data]
+        for _ in range(times):
+            for p in ps:
+                p.grad = None
+            out = f(*ps, X, T)
+            out.backward()
+        return out.item(), [p.grad.numpy() for p in ps]
+    fast = ng.jit(loss)
+    val, got = grads(fast, 3)
+    assert _plan(fast).spec.joint is not None
+    monkeypatch.setattr(speculate, "ENABLED", False)
+    ref_val, want = grads(ng.jit(loss), 2)
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)
+    assert val == pytest.approx(ref_val, rel=1e-6)
+    tp = [torch.tensor(d, requires_grad=True) for d in data]
+    tl = torch.nn.functional.nll_loss(torch.log_softmax(
+        torch.relu(torch.nn.functional.linear(torch.tensor(X.numpy()), tp[0], tp[1]))
+        @ tp[2].T, dim=1), torch.tensor(T.numpy()))
+    tl.backward()
+    for a, p in zip(got, tp):
+        np.testing.assert_allclose(a, p.grad.numpy(), rtol=1e-4, atol=1e-6)
