@@ -114,16 +114,16 @@ INTERLEAVE_LONG_BODIES = True
 # Two streams: W4 0.48 -> 0.31 ms. Four ran 1.26 ms (the vectorised body no longer fits
 # the registers) and took 24 s to compile.
 STREAMS = 2
-# A parallel flat loop whose transcendentals weigh this much (the registry's weights, 8
-# per transcendental) is outlined into two streams even when its body is short: a
-# vectorised sin -> tanh -> exp chain is one long dependency chain per vector, too long
-# for the CPU to overlap iterations, and two independent streams overlap it. W2's call +
-# .backward() at 1e6, 1 thread, CPU ms per call interleaved in one process: forward
-# program 8.1 -> 5.0, backward program 9.9 -> 6.2, call + backward 16-22 -> 13-14
-# (bench/w2_habit_breakdown.py). The streams inline in the parfor body instead took
-# Numba's parfors 8 s to compile; outlined they cost the chunk function's compile
-# (about +1 s CPU for W2's cold call + backward with Numba-compiled chunk functions).
-INTERLEAVE_MIN_HEAVY_WEIGHT = 16
+# A parallel flat loop whose transcendentals weigh at least this much (the registry's
+# weights, 8 per transcendental) goes into a chunk function as two streams even when its
+# body is short (None: only long bodies do). A vectorised sin -> tanh -> exp chain is one
+# long dependency chain per vector, and a second stream overlaps it: W2's forward program
+# at 1e6 float64 (1 thread, CPU per call, interleaved in one process) 8.1 -> 5.0 ms, its
+# backward 9.9 -> 6.2 ms (bench/w2_habit_breakdown.py). Off for now: each such loop's
+# chunk function costs Numba a second compile, and W2's cold call + backward took
+# +1.2 s CPU (first result 1.5-2.2 -> 2.7-2.9 s on the loaded box). Worth 16 once chunk
+# bodies compile cheaply. (The streams inline in the parfor body took parfors 8 s.)
+INTERLEAVE_MIN_HEAVY_WEIGHT = None
 # Chunks of a parallel loop's outer index: fixed, so that results do not depend on the
 # thread count; enough to balance 2-16 threads.
 PARALLEL_CHUNKS = 64
@@ -529,7 +529,8 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
     long_body = len(members) > PARALLEL_INLINE_MAX_BODY
     heavy = sum(e.prim.weight for e in members if e.prim.weight > 1)
     interleave = (loop.parallel and flat and INTERLEAVE_LONG_BODIES
-                  and (long_body or heavy >= INTERLEAVE_MIN_HEAVY_WEIGHT))
+                  and (long_body or (INTERLEAVE_MIN_HEAVY_WEIGHT is not None
+                                    and heavy >= INTERLEAVE_MIN_HEAVY_WEIGHT)))
     loop.chunked = loop.parallel and bool(full_reds or long_body or interleave)
     if loop.chunked and not sched.generic:
         outer = loop.outer

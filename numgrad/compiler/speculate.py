@@ -64,7 +64,10 @@ class Speculation:
             fwd, _, n_saved = autodiff.partition(tr, remat=remat)
             saved = fwd.outputs[len(tr.outputs):len(tr.outputs) + n_saved]
             graph = optimize(tr.graph.copy(outputs=list(tr.outputs) + grads + list(saved)))
-            return backend.compile(graph, opts.but(role="joint"))
+            # Its final tier at once: the plan's first call already ran the serial one,
+            # and a serial joint tier would cost one more compile on the way.
+            par = True if opts.parallel == "auto" else opts.parallel
+            return backend.compile(graph, opts.but(role="joint", parallel=par))
         return cls(build, len(grads), ct.shape, ct.dtype)
 
     def is_one(self, g):

@@ -155,8 +155,10 @@ def test_tiered_compile_runs_serial_first_then_prange_with_identical_bits(tmp_pa
     assert _programs(ew)[0].tier == "serial"
     assert np.array_equal(ew(xl, yl).numpy(), ew_first) and _programs(ew)[0].tier == "final"
     assert "prange(20000)" in ew.source(xl, yl)
-    # With several transcendentals it runs in chunks as two interleaved streams
-    # (schedule.INTERLEAVE_MIN_HEAVY_WEIGHT): the same bits in both tiers and on one thread.
+    # With INTERLEAVE_MIN_HEAVY_WEIGHT set, a short loop with several transcendentals runs
+    # in chunks as two interleaved streams: the same bits in both tiers and on one thread.
+    from numgrad.compiler import schedule
+    monkeypatch.setattr(schedule, "INTERLEAVE_MIN_HEAVY_WEIGHT", 16)
     ew = ng.jit(lambda a, b: ng.tanh(a * b) + ng.sin(a) * ng.exp(-b))
     ew_first = ew(x, y).numpy().copy()
     assert _programs(ew)[0].tier == "serial"
