@@ -71,8 +71,10 @@ class Speculation:
         return cls(build, len(grads), ct.shape, ct.dtype)
 
     def is_one(self, g):
-        """Is the cotangent ``g`` (an array) exactly 1 in the backward's dtype?"""
-        return g.dtype == self.ct_dtype and g.size == 1 and g.item() == 1
+        """Is the cotangent ``g`` (a host array) exactly 1 in the backward's dtype? (A
+        device payload is not looked at: device plans keep the ordinary path.)"""
+        return (type(g) is np.ndarray and g.dtype == self.ct_dtype and g.size == 1
+                and g.item() == 1)
 
     def run(self, arrays):
         """``(outputs + saved, grads)`` from the joint program."""
