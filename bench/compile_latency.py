@@ -11,13 +11,15 @@ empty compile cache, so it is what a Jupyter user pays after editing the functio
   ``.backward()``, cold (their on-disk caches pointed at empty folders), where installed.
 
     python bench/compile_latency.py                  # N = 5 20 50 100 200 400, plot
-    python bench/compile_latency.py --n 5 20 --systems numgrad
+    python bench/compile_latency.py --n 5 20 --systems numgrad --repeat 1
+    python bench/compile_latency.py --out-dir bench/results/compile_latency   # the README's
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,7 +31,8 @@ SIZES = (5, 20, 50, 100, 200, 400)
 SYSTEMS = ("numgrad", "jax", "torch")
 
 # One measurement, run as `python -c CHILD system mode n`: prints the seconds to the first
-# result (value and gradient computed), imports excluded.
+# result (value and gradient computed), imports excluded, then the process CPU seconds in
+# that time (on a shared machine the wall time also counts waiting for a core).
 CHILD = r'''
 import sys, time
 import numpy as np
@@ -44,7 +47,7 @@ def chain(lib, x):
 if system == "numgrad":
     import numgrad as ng
     f = lambda x: chain(ng, x)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if mode == "backward":
         x = ng.tensor(x0, requires_grad=True)
         ng.jit(f)(x).backward()
@@ -56,26 +59,28 @@ elif system == "jax":
     import jax
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     v, g = jax.jit(jax.value_and_grad(lambda x: chain(jnp, x)))(jnp.asarray(x0))
     g = np.asarray(g)
 else:
     import torch
     f = torch.compile(lambda x: chain(torch, x), dynamic=False)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     x = torch.tensor(x0, requires_grad=True)
     f(x).backward()
     g = x.grad.numpy()
-print(time.perf_counter() - t0, float(np.abs(g).sum()))
+print(time.perf_counter() - t0, time.process_time() - c0, float(np.abs(g).sum()))
 '''
 
 
 def measure(system, mode, n, env):
+    """(wall seconds, CPU seconds) to the first result, in a fresh process."""
     out = subprocess.run([sys.executable, "-c", CHILD, system, mode, str(n)], env=env,
                          capture_output=True, text=True, cwd=ROOT, timeout=1800)
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "failed")
-    return float(out.stdout.split()[0])
+    wall, cpu = out.stdout.split()[:2]
+    return float(wall), float(cpu)
 
 
 def available(system):
@@ -85,7 +90,9 @@ def available(system):
     return importlib.util.find_spec(system) is not None
 
 
-def run(sizes, systems, verbose=True):
+def run(sizes, systems, repeat=3, verbose=True):
+    """Each point ``repeat`` times (a fresh process and an empty cache each), interleaved
+    by system; rows hold the median and the range."""
     rows = []
     for n in sizes:
         for system in systems:
@@ -94,27 +101,40 @@ def run(sizes, systems, verbose=True):
             modes = ("backward", "value_and_grad") if system == "numgrad" else (
                 "value_and_grad" if system == "jax" else "backward",)
             for mode in modes:
-                with tempfile.TemporaryDirectory(prefix="ng-latency-") as tmp:
-                    env = dict(os.environ, NUMGRAD_CACHE_DIR=os.path.join(tmp, "numgrad"),
-                               TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "inductor"),
-                               JAX_COMPILATION_CACHE_DIR=os.path.join(tmp, "jax"),
-                               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-                    if verbose:
-                        print(f"N={n:4d} {system:8s} {mode:15s} cold ...", end="", flush=True)
-                    cold = measure(system, mode, n, env)
-                    warm = measure(system, mode, n, env) if system == "numgrad" else None
                 if verbose:
-                    print(f" {cold:7.2f} s" + (f"   warm {warm:5.2f} s" if warm else ""))
-                rows.append({"n": n, "system": system, "mode": mode, "cold_s": cold,
-                             "warm_s": warm})
+                    print(f"N={n:4d} {system:8s} {mode:15s} ...", end="", flush=True)
+                cold, warm = [], []
+                for _ in range(repeat):
+                    with tempfile.TemporaryDirectory(prefix="ng-latency-") as tmp:
+                        env = dict(os.environ, NUMGRAD_CACHE_DIR=os.path.join(tmp, "numgrad"),
+                                   TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "inductor"),
+                                   JAX_COMPILATION_CACHE_DIR=os.path.join(tmp, "jax"),
+                                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+                        cold.append(measure(system, mode, n, env))
+                        if system == "numgrad":
+                            warm.append(measure(system, mode, n, env))
+                row = {"n": n, "system": system, "mode": mode, "repeat": repeat}
+                for key, runs in (("cold", cold), ("warm", warm)):
+                    walls, cpus = [w for w, _ in runs], [c for _, c in runs]
+                    row[key + "_s"] = statistics.median(walls) if runs else None
+                    row[key + "_range"] = [min(walls), max(walls)] if runs else None
+                    row[key + "_cpu_s"] = statistics.median(cpus) if runs else None
+                if verbose:
+                    print(f" cold {row['cold_s']:7.2f} s ({row['cold_range'][0]:.2f}-"
+                          f"{row['cold_range'][1]:.2f}, cpu {row['cold_cpu_s']:.2f})"
+                          + (f"   warm {row['warm_s']:5.2f} s" if warm else ""))
+                rows.append(row)
     return rows
 
 
 def table(rows):
-    lines = ["| N | system | path | cold (s) | warm (s) |", "|---|---|---|---|---|"]
+    lines = ["| N | system | path | cold (s), median | cold range | cold CPU (s) | warm (s) |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         warm = f"{r['warm_s']:.2f}" if r["warm_s"] is not None else "—"
-        lines.append(f"| {r['n']} | {r['system']} | {r['mode']} | {r['cold_s']:.2f} | {warm} |")
+        lo, hi = r["cold_range"]
+        lines.append(f"| {r['n']} | {r['system']} | {r['mode']} | {r['cold_s']:.2f} | "
+                     f"{lo:.2f}-{hi:.2f} | {r['cold_cpu_s']:.2f} | {warm} |")
     return "\n".join(lines)
 
 
@@ -150,13 +170,15 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, nargs="+", default=list(SIZES), help="chain lengths")
     p.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    p.add_argument("--repeat", type=int, default=3,
+                   help="fresh processes per point (median and range reported)")
     p.add_argument("--out-dir", default=None,
                    help="where the JSON and PNG go (default: a new scratch folder)")
     a = p.parse_args(argv)
     out_dir = a.out_dir or tempfile.mkdtemp(prefix="numgrad-compile-latency-")
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
-    rows = run(a.n, a.systems)
+    rows = run(a.n, a.systems, a.repeat)
     with open(os.path.join(out_dir, "compile_latency.json"), "w") as fh:
         json.dump(rows, fh, indent=1)
     print(table(rows))

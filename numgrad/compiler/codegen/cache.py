@@ -44,7 +44,8 @@ from .numba_load import light_cache_loads
 # cache needs that), and another thread must not take it from there half-made.
 _LOAD_LOCK = threading.RLock()
 
-_HELPER_FILES = ("scalar.py", "scalar_vec.py", "vmath_ir.py", "llvm_attrs.py", "arrays_ir.py")
+_HELPER_FILES = ("scalar.py", "scalar_vec.py", "vmath_ir.py", "llvm_attrs.py", "arrays_ir.py",
+                 "accumulate_ir.py", "llvm_body.py")
 PREFIX = "numgrad_kernels_"
 DEFAULT_MAX_MB = 1024
 _NUMBA_SUBDIR = "__pycache__"

@@ -26,6 +26,7 @@ import numpy as np
 from numgrad.compiler import progress as _progress
 from numgrad.compiler import schedule as _schedule
 from numgrad.compiler.codegen import cache as _cache
+from numgrad.compiler.codegen import llvm_body as _llvm_body
 from numgrad.compiler.codegen import malloc as _malloc
 from numgrad.compiler.codegen import omp as _omp
 from numgrad.compiler.codegen.cpu_program import Program, cshape, first_line
@@ -140,10 +141,17 @@ _STATIC = Extents()
 class KernelRenderer:
     """One ``Kernel`` of a schedule as Numba source; chunk functions into ``helpers``."""
 
-    def __init__(self, kernel, sched, name):
+    def __init__(self, kernel, sched, name, options=None):
         self.k = kernel
         self.sched = sched
         self.kname = name
+        # Long outlined bodies are LLVM IR written by codegen.llvm_body (Numba compiles
+        # only the kernel around them): ``name = chunk_kernel(spec)`` lines, rendered
+        # before the kernel in its own module, so both tiers have them.
+        self.ir_bodies = (options is not None and options.vector_math and not sched.generic
+                          and _llvm_body.ENABLED)
+        self.fastmath = options is not None and options.fastmath
+        self.ir_helpers = []
         self.ext = Extents(kernel.extents, self.name if sched.generic else None)
         self.lines = []
         self.helpers = []   # (name, source) of chunk functions, rendered before the kernel
@@ -172,6 +180,7 @@ class KernelRenderer:
         k = self.k
         self.lines = []
         self.helpers = []
+        self.ir_helpers = []
         for line in self.ext.lines:
             self.emit(line)
         for v in k.inputs:
@@ -197,7 +206,7 @@ class KernelRenderer:
                 f"@njit({sig!r}, cache=True, parallel={parallel and k.parallel}, "
                 f"fastmath=FASTMATH, error_model='numpy')\n"
                 f"def {self.kname}({args}):")
-        return head + "\n" + "\n".join(self.lines) + "\n"
+        return ("".join(self.ir_helpers) + head + "\n" + "\n".join(self.lines) + "\n")
 
     # ------------------------------------------------------------ layout
     def alias(self, a):
@@ -377,7 +386,20 @@ class KernelRenderer:
         self.emit(f"for c in {prange}({chunks}):")
         self.emit(f"lo = c * {size}", 2)
         self.emit(f"m = min({size}, {outer} - lo)", 2)
-        if L.outlined:
+        spec = (_llvm_body.build_spec(L, self.fastmath)
+                if L.outlined and self.ir_bodies else None)
+        if spec is not None:
+            # The body is LLVM IR (codegen.llvm_body): Numba sees one call per chunk.
+            text, names = spec
+            name = f"{self.kname}_b{len(self.ir_helpers)}"
+            if outline:
+                self.ir_helpers.append(f"{name} = chunk_kernel({text!r})\n")
+            else:
+                name = f"{self.kname}_b{len(self.ir_helpers) - 1}"
+            rets = "".join(self.acc(r, L) + ", " for r in reds)
+            self.emit((f"{rets}= " if reds else "") + f"{name}(lo, m"
+                      + "".join(", " + p for p in names) + ")", 2)
+        elif L.outlined:
             # The body becomes its own serial function over one chunk; the parallel loop
             # only calls it (schedule.PARALLEL_INLINE_MAX_BODY).
             name = f"{self.kname}_g{len(self.helpers) if outline else len(self.helpers) - 1}"
@@ -445,14 +467,14 @@ class KernelRenderer:
 
 
 # ------------------------------------------------------------------ compile
-def render(sched, parallel=True):
+def render(sched, parallel=True, options=None):
     """``(kernel sources, chunk-function sources)`` of a schedule, kernels named; with
     ``parallel=False`` the serial tier (same code, ``parallel=False`` decorators)."""
     srcs, helpers = [], []
     for k in sched.kernels:
         # Numba's cache ignores parallel=: give the parallel variant its own name.
         k.name = f"{_safe(sched.name)}_{sched.role}_{k.index}" + ("_par" if k.parallel else "")
-        r = KernelRenderer(k, sched, k.name)
+        r = KernelRenderer(k, sched, k.name, options)
         srcs.append(r.source(parallel))
         helpers += r.helpers
     return srcs, helpers
@@ -490,8 +512,10 @@ def compile(graph, options=None):
     sched = _schedule.build(graph, options)
     kernels = sched.kernels
     verbose, use_disk = options.verbose, options.cache  # cache=False: nothing read or written
-    srcs, chunk_fns = render(sched, parallel=True)
+    srcs, chunk_fns = render(sched, parallel=True, options=options)
     header = _header(options)
+    if any("= chunk_kernel(" in src for src in srcs):
+        header += "from numgrad.compiler.codegen.llvm_body import chunk_kernel\n\n"
     chunk_source = ""
     if chunk_fns:
         # Chunk functions get a module of their own that both tiers import: otherwise
@@ -514,7 +538,7 @@ def compile(graph, options=None):
     # threads; a kernel built before loads at once.
     par = any(k.parallel for k in kernels)
     tiered = par and options.parallel == "auto" and not (use_disk and _cache.is_built(source))
-    serial = header + "\n\n".join(render(sched, parallel=False)[0]) if tiered else source
+    serial = header + "\n\n".join(render(sched, parallel=False, options=options)[0]) if tiered else source
     if par and not tiered:
         _omp.tune()
     _progress.note(options.role, _cache.module_name(serial), [k.name for k in kernels])

@@ -1,0 +1,525 @@
+"""codegen.llvm_body: a long fused loop body rendered straight to LLVM IR, vectorised by hand.
+
+Room: compiler. A long elementwise chain (W4's 100-step loop: 500 statements forward,
+1,300 in the backward) used to become a Python chunk function that Numba typed,
+lowered and handed to LLVM's loop vectoriser. Profiled cold (N=100 chain, call +
+backward, 15 s): LLVM 9 s (the always-inlined sin/cos pairs of the backward alone
+5.5 s: O3 3.7 s, machine code 1.9 s, and the chunk's machine code built twice, alone and
+linked into the stage), Numba's front end 5 s (typing 2.1 s, lowering 1.6 s, bytecode
+0.7 s, rewrites 0.6 s). Here the body is written as IR from a compact *spec* (a JSON
+string in the kernel source, so Numba's disk cache keys on it like any other source):
+
+- the loop walks ``STREAMS`` vectors of the machine's width per iteration, statement by
+  statement interleaved (as ``cpu._interleaved`` did with two element streams); the
+  last, partial block uses masked loads and stores, so every element goes through the
+  same instructions;
+- transcendentals call ``vmath_ir``'s outlined vector variants (one body per module), and
+  a sin and cos of one value call one ``sincos`` function whose two bodies LLVM merges
+  once per module (what inlining every pair bought at run time, without 200 inlined
+  copies to optimise);
+- every floating-point operation carries the kernel's flags (``contract``, ``reassoc``,
+  plus the fastmath ones) in the operand order Numba would give it, so elementwise
+  values are bit-identical to the Numba-lowered loop; a sum adds lane by lane into
+  per-stream vector accumulators and folds them in a fixed order (the same in both
+  tiers and for any thread count; it may differ from the old loop's order in the last
+  place, as any vectorised sum may).
+
+Numba sees only the stage shell: ``chunk_kernel(spec)`` is an intrinsic that defines the
+body function in the shell's LLVM module and calls it once per chunk.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from numgrad.compiler.codegen import vmath_ir as _vm
+from numgrad.compiler.codegen.llvm_attrs import add_string_attribute
+
+# Render long flat chunk bodies here (False: the Numba chunk functions, for comparison).
+ENABLED = True
+# Vectors per loop iteration, interleaved statement by statement: a long chain is one
+# dependency chain per element, and two independent ones hide each other's latency.
+STREAMS = 2
+# Statements per segment function (_Body._plan). One function holding a whole long body
+# is one basic block of thousands of instructions, and LLVM's register allocation and
+# instruction selection grow faster than linearly in that (forward of the N=400 chain:
+# LLVM 0.29 s at N=100, 0.71 s at N=400, the greedy allocator 0.03 -> 0.25 s).
+SEGMENT_OPS = 96
+
+# Elementwise primitives this renderer writes. Anything else keeps the Numba path.
+_BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
+_VMATH = {"exp", "log", "tanh", "sigmoid", "sin", "cos", "expm1"}
+_UNARY = {"neg", "sqrt", "abs", "relu"} | _VMATH
+_IDENTITY = {"detach", "expand", "clone"}
+_FLOATS = {"float64": 64, "float32": 32}
+
+
+def _stmt_ok(st):
+    name = st.op.name
+    if name in _BINARY or name in _UNARY or name in _IDENTITY:
+        return True
+    if name == "pow_scalar":
+        return st.params.get("exponent") in (1, 2, 3, -1, 0.5)
+    return False
+
+
+def build_spec(loop, fastmath=False):
+    """``(spec, argument names)`` of a flat, chunked schedule ``Loop``'s body (the
+    arguments in the order the chunk call passes them), or None when something in it is
+    not rendered here: another op, a dtype other than float32/float64 or mixed dtypes, a
+    partial or non-additive reduction. Arrays are ``f_<var>``, hoisted scalars
+    ``s_<var>``, as ``codegen.cpu`` names them."""
+    if not loop.flat or loop.partial_reductions:
+        return None
+    from numgrad.compiler.schedule import Reduce
+    dtype = None
+    for st in loop.body:
+        dt = np.dtype(st.dtype)
+        dtype = dtype or dt
+        refs = [st.arg] if isinstance(st, Reduce) else st.args
+        if dt != dtype or dt.name not in _FLOATS or any(
+                np.dtype(r.var.dtype if r.kind != "literal" else r.literal.dtype) != dtype
+                for r in refs):
+            return None
+        if isinstance(st, Reduce):
+            if not (st.full and st.additive):
+                return None
+        elif not _stmt_ok(st):
+            return None
+    if dtype is None:
+        return None
+    params, ops, temp, loads = [], [], {}, {}
+
+    def arg(name):
+        if name not in params:
+            params.append(name)
+        return name
+
+    def new_temp():
+        return len(ops)
+
+    def ref(r):
+        v = r.var
+        if r.kind == "local":
+            return temp[v]
+        if r.kind == "literal" or r.kind == "scalar":
+            key = (r.kind, v)
+            if key not in temp:
+                t = new_temp()
+                if r.kind == "scalar":
+                    ops.append(["sc", t, arg(f"s_{v.name}")])
+                else:
+                    ops.append(["k", t, float(r.literal.value).hex()])
+                temp[key] = t
+            return temp[key]
+        name = f"f_{v.name}"
+        if name not in loads:
+            t = new_temp()
+            ops.append(["ld", t, arg(name)])
+            loads[name] = t
+        return loads[name]
+
+    nred = 0
+    for st in loop.body:
+        if isinstance(st, Reduce):
+            ops.append(["red", nred, ref(st.arg)])
+            nred += 1
+            continue
+        srcs = [ref(r) for r in st.args]
+        name = st.op.name
+        extra = st.params.get("exponent") if name == "pow_scalar" else None
+        if name in _IDENTITY or (name == "pow_scalar" and extra == 1):
+            temp[st.out] = srcs[0]
+        else:
+            t = new_temp()
+            ops.append(["op", t, name, srcs, extra])
+            temp[st.out] = t
+        if st.store:
+            ops.append(["st", arg(f"f_{st.out.name}"), temp[st.out]])
+    # The kernels' flags (codegen.cpu._header): none unless fastmath=True, so every
+    # operation rounds as eager mode's does.
+    flags = ("contract", "reassoc", "nnan", "ninf", "nsz", "arcp") if fastmath else ()
+    # Arguments in the order the shell passes them (cpu._emit_chunks sorts its names).
+    params = tuple(sorted(params))
+    return json.dumps([1, dtype.name, params, flags, nred, ops],
+                      separators=(",", ":")), params
+
+
+# ------------------------------------------------------------------ rendering
+def _lanes(bits):
+    """Elements per vector: the widest registers the host has (AVX-512: 8 float64)."""
+    from llvmlite import binding as llb
+    feats = llb.get_host_cpu_features()
+    width = 512 if feats.get("avx512f") else 256 if feats.get("avx") else 128
+    return width // bits
+
+
+class _Body:
+    """One body function in an LLVM module (see the module docstring)."""
+
+    def __init__(self, module, spec, fname):
+        _, dtype, self.params, self.flags, self.nred, self.ops = spec
+        self.bits = _FLOATS[dtype]
+        self.ft = ir.DoubleType() if self.bits == 64 else ir.FloatType()
+        self.W = _lanes(self.bits)
+        self.vt = ir.VectorType(self.ft, self.W)
+        self.module = module
+        i64 = ir.IntType(64)
+        argtys = [i64, i64] + [ir.PointerType(self.ft) if p.startswith("f_") else self.ft
+                               for p in self.params]
+        ret = ir.LiteralStructType([self.ft] * self.nred) if self.nred else ir.VoidType()
+        fn = ir.Function(module, ir.FunctionType(ret, argtys), fname)
+        fn.linkage = "internal"
+        for a in ("noinline", "nounwind"):
+            fn.attributes.add(a)
+        add_string_attribute(fn, '"prefer-vector-width"="%s"' % _vm.PREFER_VECTOR_WIDTH)
+        for a, p in zip(fn.args[2:], self.params):
+            a.name = p
+            if p.startswith("f_"):
+                a.add_attribute("noalias")  # kernels only write arrays they allocated
+        self.fn = fn
+        self._emit()
+
+    # -- helpers ---------------------------------------------------------------
+    def _masked(self, kind, ptr, mask, value=None):
+        b = self.b
+        vp = b.bitcast(ptr, ir.PointerType(self.vt))
+        i32 = ir.IntType(32)
+        align = ir.Constant(i32, self.bits // 8)
+        mt = ir.VectorType(ir.IntType(1), self.W)
+        sfx = "v%df%d" % (self.W, self.bits)
+        if kind == "load":
+            f = cgutils.get_or_insert_function(
+                self.module, ir.FunctionType(self.vt, [vp.type, i32, mt, self.vt]),
+                "llvm.masked.load.%s.p0" % sfx)
+            return b.call(f, [vp, align, mask, ir.Constant(self.vt, None)])
+        f = cgutils.get_or_insert_function(
+            self.module, ir.FunctionType(ir.VoidType(), [self.vt, vp.type, i32, mt]),
+            "llvm.masked.store.%s.p0" % sfx)
+        return b.call(f, [value, vp, align, mask])
+
+    def _splat(self, x):
+        b = self.b
+        v = b.insert_element(ir.Constant(self.vt, None), x, ir.Constant(ir.IntType(32), 0))
+        return b.shuffle_vector(v, ir.Constant(self.vt, None),
+                                ir.Constant(ir.VectorType(ir.IntType(32), self.W), [0] * self.W))
+
+    def _const(self, hexval):
+        x = float.fromhex(hexval)
+        if self.bits == 32:
+            x = float(np.float32(x))
+        return ir.Constant(self.vt, [ir.Constant(self.ft, x)] * self.W)
+
+    def _vector_fn(self, name):
+        """``name`` at this vector width: vmath_ir's body, emitted once per module, and
+        only at the one width called (vmath_ir's outlined set has four, weak_odr, each of
+        which LLVM would optimise and emit)."""
+        fname = "numgrad_body_%s_v%df%d" % (name, self.W, self.bits)
+        fn = self.module.globals.get(fname)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(self.vt, [self.vt]), fname)
+            fn.linkage = "internal"
+            for a in ("noinline", "nounwind", "readnone"):
+                fn.attributes.add(a)
+            _vm._emit_body(fn, name, self.bits, self.W)
+        return fn
+
+    def _sincos_fn(self):
+        """{sin(x), cos(x)} of one vector: both bodies in one function, which LLVM
+        merges (range reduction, polynomials) once per module."""
+        fname = "numgrad_body_sincos_v%df%d" % (self.W, self.bits)
+        fn = self.module.globals.get(fname)
+        if fn is not None:
+            return fn
+        st = ir.LiteralStructType([self.vt, self.vt])
+        fn = ir.Function(self.module, ir.FunctionType(st, [self.vt]), fname)
+        fn.linkage = "internal"
+        for a in ("noinline", "nounwind", "readnone"):
+            fn.attributes.add(a)
+        add_string_attribute(fn, '"prefer-vector-width"="%s"' % _vm.PREFER_VECTOR_WIDTH)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        e = _vm._E(b, self.bits, self.W)
+        x = _vm._V(e, fn.args[0])
+        s = e.v(_vm._BODIES["sin"](e, x))
+        c = e.v(_vm._BODIES["cos"](e, x))
+        out = b.insert_value(ir.Constant(st, None), s, 0)
+        b.ret(b.insert_value(out, c, 1))
+        return fn
+
+    def _op(self, name, a, extra):
+        b, fl = self.b, self.flags
+        if name in _BINARY:
+            return getattr(b, _BINARY[name])(a[0], a[1], flags=fl)
+        x = a[0]
+        one = ir.Constant(self.vt, [ir.Constant(self.ft, 1.0)] * self.W)
+        zero = ir.Constant(self.vt, [ir.Constant(self.ft, 0.0)] * self.W)
+        if name == "neg":
+            return b.fneg(x, flags=fl)
+        if name in ("sqrt", "abs"):
+            f = cgutils.get_or_insert_function(
+                self.module, ir.FunctionType(self.vt, [self.vt]),
+                "llvm.%s.v%df%d" % ("fabs" if name == "abs" else "sqrt", self.W, self.bits))
+            return b.call(f, [x], fastmath=fl) if name == "sqrt" else b.call(f, [x])
+        if name == "relu":  # PyTorch's x < 0 ? 0 : x (relu(-0) is -0, NaN passes)
+            return b.select(b.fcmp_ordered("<", x, zero, flags=fl), zero, x)
+        if name == "pow_scalar":
+            if extra == 2:
+                return b.fmul(x, x, flags=fl)
+            if extra == 3:
+                return b.fmul(b.fmul(x, x, flags=fl), x, flags=fl)
+            if extra == -1:
+                return b.fdiv(one, x, flags=fl)
+            return self._op("sqrt", a, None)
+        return b.call(self._vector_fn(name), [x])
+
+    # -- the function ----------------------------------------------------------
+    def _plan(self):
+        """Split the ops into segments: ``(segments, pairs, slots)``.
+
+        Each segment is a function of its own (SEGMENT_OPS), called once per block; a
+        value made in one segment and read in a later one goes through a stack slot. The
+        kernels carry no fast-math flags, so no instruction may be fused with another
+        (FMA contraction, reassociation) and a cut changes no result's bits; under
+        fastmath=True (contract, reassoc) the body stays one function."""
+        ops = self.ops
+        last, seen = {}, {}
+        for j, op in enumerate(ops):
+            if op[0] == "op":
+                for t in op[3]:
+                    last[t] = j
+                if op[2] in ("sin", "cos"):
+                    seen.setdefault(op[3][0], {}).setdefault(op[2], j)
+            elif op[0] in ("st", "red"):
+                last[op[2]] = j
+        pairs = {t: tuple(sorted(d.values())) for t, d in seen.items() if len(d) == 2}
+        defs = {}     # value -> op index
+        for j, op in enumerate(ops):
+            if op[0] in ("ld", "op"):
+                defs[op[1]] = j
+        for t, (first, second) in pairs.items():
+            defs[("pair", t)] = first
+            last[("pair", t)] = second
+        segments, start, work = [], 0, 0
+        fused = bool(self.flags)
+        for j, op in enumerate(ops):
+            work += op[0] in ("op", "red", "st")
+            if not fused and work >= SEGMENT_OPS and j + 1 < len(ops):
+                segments.append((start, j + 1))
+                start, work = j + 1, 0
+        segments.append((start, len(ops)))
+        seg_of = {}
+        for i, (a, z) in enumerate(segments):
+            for j in range(a, z):
+                seg_of[j] = i
+        slots = {}
+        for v, j in defs.items():
+            if seg_of[last.get(v, j)] != seg_of[j]:
+                for u in range(STREAMS):
+                    slots[v, u] = len(slots)
+        for r in range(self.nred):
+            for u in range(STREAMS):
+                slots[("acc", r), u] = len(slots)
+        return segments, pairs, slots
+
+    def _emit(self):
+        fn, W, U = self.fn, self.W, STREAMS
+        i64 = ir.IntType(64)
+        i32 = ir.IntType(32)
+        segments, pairs, slots = self._plan()
+        self.kinds = {op[1]: op for op in self.ops if op[0] in ("sc", "k")}
+        seg_fns = [self._segment(i, a, z, pairs, slots) for i, (a, z) in enumerate(segments)]
+        entry = fn.append_basic_block("entry")
+        loop = fn.append_basic_block("loop")
+        done = fn.append_basic_block("done")
+        b = self.b = ir.IRBuilder(entry)
+        lo, m = fn.args[0], fn.args[1]
+        zero = ir.Constant(self.vt, [ir.Constant(self.ft, 0.0)] * W)
+        scratch = b.alloca(self.vt, size=ir.Constant(i32, max(len(slots), 1)), name="slots")
+        scratch.align = 64
+
+        def slot(key):
+            return b.gep(scratch, [ir.Constant(i32, slots[key])])
+
+        for r in range(self.nred):
+            for u in range(U):
+                b.store(zero, slot((("acc", r), u)))
+        block = ir.Constant(i64, W * U)
+        nblocks = b.sdiv(b.add(m, ir.Constant(i64, W * U - 1)), block)
+        b.cbranch(b.icmp_signed(">", nblocks, ir.Constant(i64, 0)), loop, done)
+        b.position_at_end(loop)
+        k = b.phi(i64, "k")
+        k.add_incoming(ir.Constant(i64, 0), entry)
+        start = b.mul(k, block)
+        call_args = [b.add(lo, start), b.sub(m, start)] + list(fn.args[2:]) + [scratch]
+        for f in seg_fns:
+            b.call(f, call_args)
+        k2 = b.add(k, ir.Constant(i64, 1))
+        k.add_incoming(k2, loop)
+        b.cbranch(b.icmp_signed("<", k2, nblocks), loop, done)
+        b.position_at_end(done)
+        if not self.nred:
+            b.ret_void()
+            return
+        out = ir.Constant(fn.return_value.type, None)
+        for r in range(self.nred):
+            # Fixed order, no reassoc: lane 0..W-1 of stream 0, then stream 1, ...
+            tot = None
+            for u in range(U):
+                acc = b.load(slot((("acc", r), u)))
+                s = None
+                for i in range(W):
+                    x = b.extract_element(acc, ir.Constant(i32, i))
+                    s = x if s is None else b.fadd(s, x)
+                tot = s if tot is None else b.fadd(tot, s)
+            out = b.insert_value(out, tot, r)
+        b.ret(out)
+
+    def _segment(self, index, a, z, pairs, slots):
+        """The function for ops [a, z) of one block: ``(base, valid, *args, slots)``;
+        stream u covers elements [base + u*W, base + (u+1)*W), those below ``valid``."""
+        W, U = self.W, STREAMS
+        i64 = ir.IntType(64)
+        i32 = ir.IntType(32)
+        argtys = ([i64, i64] + [a_.type for a_ in self.fn.args[2:]]
+                  + [ir.PointerType(self.vt)])
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), argtys),
+                         "%s_s%d" % (self.fn.name, index))
+        fn.linkage = "internal"
+        for att in ("noinline", "nounwind"):
+            fn.attributes.add(att)
+        add_string_attribute(fn, '"prefer-vector-width"="%s"' % _vm.PREFER_VECTOR_WIDTH)
+        for arg, p in zip(fn.args[2:], self.params):
+            arg.name = p
+            if p.startswith("f_"):
+                arg.add_attribute("noalias")  # kernels only write arrays they allocated
+        fn.args[-1].add_attribute("noalias")
+        b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        base0, valid = fn.args[0], fn.args[1]
+        args = dict(zip(self.params, fn.args[2:-1]))
+        scratch = fn.args[-1]
+        lane = ir.Constant(ir.VectorType(i64, W), list(range(W)))
+        base, masks = [], []
+        for u in range(U):
+            off = ir.Constant(i64, u * W)
+            base.append(b.add(base0, off))
+            masks.append(b.icmp_signed("<", lane, self._splat_i64(b.sub(valid, off))))
+        kinds = self.kinds
+        val = {}
+
+        def slot(key):
+            return b.gep(scratch, [ir.Constant(i32, slots[key])])
+
+        def get(t, u):
+            v = val.get((t, u))
+            if v is None:
+                op = kinds.get(t)
+                if op is not None and op[0] == "sc":
+                    v = self._splat(args[op[2]])
+                elif op is not None:
+                    v = self._const(op[2])
+                else:  # made in an earlier segment
+                    v = b.load(slot((t, u)))
+                val[t, u] = v
+            return v
+
+        def put(t, u, v):
+            val[t, u] = v
+            if (t, u) in slots:
+                b.store(v, slot((t, u)))
+
+        accs = {}
+        for j in range(a, z):
+            op = self.ops[j]
+            kind = op[0]
+            if kind in ("sc", "k"):
+                continue
+            for u in range(U):  # the streams interleaved statement by statement
+                if kind == "ld":
+                    put(op[1], u, self._masked("load", b.gep(args[op[2]], [base[u]]),
+                                               masks[u]))
+                elif kind == "op":
+                    _, t, name, srcs, extra = op
+                    if name in ("sin", "cos") and srcs[0] in pairs:
+                        if j == pairs[srcs[0]][0]:  # both now; the other is op `second`'s
+                            sc = b.call(self._sincos_fn(), [get(srcs[0], u)])
+                            this = 0 if name == "sin" else 1
+                            put(t, u, b.extract_value(sc, this))
+                            put(("pair", srcs[0]), u, b.extract_value(sc, 1 - this))
+                        else:
+                            put(t, u, get(("pair", srcs[0]), u))
+                    else:
+                        put(t, u, self._op(name, [get(x, u) for x in srcs], extra))
+                elif kind == "st":
+                    self._masked("store", b.gep(args[op[1]], [base[u]]), masks[u],
+                                 get(op[2], u))
+                else:  # ("red", r, src): a masked-off lane keeps its partial sum
+                    key = (("acc", op[1]), u)
+                    acc = accs.get(key)
+                    if acc is None:
+                        acc = b.load(slot(key))
+                    s = b.fadd(acc, get(op[2], u), flags=self.flags)
+                    accs[key] = b.select(masks[u], s, acc)
+        for key, v in accs.items():
+            b.store(v, slot(key))
+        b.ret_void()
+        return fn
+
+    def _splat_i64(self, x):
+        b, W = self.b, self.W
+        vt = ir.VectorType(ir.IntType(64), W)
+        v = b.insert_element(ir.Constant(vt, None), x, ir.Constant(ir.IntType(32), 0))
+        return b.shuffle_vector(v, ir.Constant(vt, None),
+                                ir.Constant(ir.VectorType(ir.IntType(32), W), [0] * W))
+
+
+# ------------------------------------------------------------------ the intrinsic
+_KERNELS = {}
+
+
+def chunk_kernel(spec_text):
+    """An intrinsic ``(lo, m, *args) -> tuple of sums`` running the body of ``spec_text``
+    over elements ``[lo, lo + m)`` of its array arguments (see the module docstring)."""
+    fn = _KERNELS.get(spec_text)
+    if fn is not None:
+        return fn
+    spec = json.loads(spec_text)
+    fname = "numgrad_body_" + hashlib.sha256(spec_text.encode()).hexdigest()[:16]
+    nred = spec[4]
+    elem = types.float64 if spec[1] == "float64" else types.float32
+
+    def typer(lo, m, *args):
+        ret = types.UniTuple(elem, nred) if nred else types.none
+        sig = ret(lo, m, *args)
+
+        def codegen(context, builder, signature, llargs):
+            module = builder.module
+            body = module.globals.get(fname)
+            if body is None:
+                body = _Body(module, spec, fname).fn
+            call_args = [context.cast(builder, llargs[0], signature.args[0], types.int64),
+                         context.cast(builder, llargs[1], signature.args[1], types.int64)]
+            for ty, a in zip(signature.args[2:], llargs[2:]):
+                if isinstance(ty, types.Array):
+                    call_args.append(context.make_array(ty)(context, builder, value=a).data)
+                else:
+                    call_args.append(context.cast(builder, a, ty, elem))
+            res = builder.call(body, call_args)
+            if not nred:
+                return context.get_dummy_value()
+            return context.make_tuple(builder, signature.return_type,
+                                      [builder.extract_value(res, r) for r in range(nred)])
+
+        return sig, codegen
+
+    # Numba's intrinsics take no *args: spell the arguments out.
+    names = ", ".join(f"a{i}" for i in range(len(spec[2])))
+    ns = {"typer": typer}
+    exec(f"def {fname}(typingctx, lo, m, {names}):\n"  # noqa: S102 (names we made)
+         f"    return typer(lo, m, {names})\n", ns)
+    fn = _KERNELS[spec_text] = intrinsic(ns[fname])
+    return fn
