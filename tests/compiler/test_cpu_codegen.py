@@ -80,10 +80,14 @@ def long_chain(x):
 
 
 @pytest.mark.parametrize("n", [4096, 4099, 4033])  # chunks of 64; of 65 (odd); last of 1
-def test_long_parallel_loop_runs_in_chunks_and_matches_eager(n):
+def test_long_parallel_loop_runs_in_chunks_and_matches_eager(n, monkeypatch):
     """A long body runs as a chunk function with two interleaved element streams; odd
-    chunks compute one element twice and must still count it once in the sum."""
+    chunks compute one element twice and must still count it once in the sum. (The
+    Numba chunk function: llvm_body, which renders such bodies by default, is off here;
+    tests/compiler/test_llvm_body.py covers it.)"""
     from numgrad.compiler import schedule
+    from numgrad.compiler.codegen import llvm_body
+    monkeypatch.setattr(llvm_body, "ENABLED", False)
     rng = np.random.default_rng(3)
     data = rng.standard_normal(n)
     f = ng.jit(long_chain)

@@ -285,12 +285,14 @@ class KernelRenderer:
         self.lines = []
         self.used, ext.used = set(), set()
         streams = L.streams if L.outlined else 1
-        bodies = [self.body(L, outer, prange, k if streams > 1 else None)
-                  for k in range(streams)]
+        spec = (_llvm_body.build_spec(L, self.fastmath)
+                if L.outlined and self.ir_bodies else None)
+        bodies = [] if spec else [self.body(L, outer, prange, k if streams > 1 else None)
+                                  for k in range(streams)]
         params = sorted(self.used | ext.used)
         self.lines = head
         if chunk:
-            self.chunks(L, bodies, params, chunks, size, outer, prange, outline)
+            self.chunks(L, bodies, params, chunks, size, outer, prange, outline, spec)
         else:
             self.lines += bodies[0]
         out, self.lines = self.lines, saved
@@ -379,15 +381,13 @@ class KernelRenderer:
                 lines.append(f"{pad}{at(st.out, st.out.shape)} = {t}")
         return lines
 
-    def chunks(self, L, bodies, params, chunks, size, outer, prange, outline):
+    def chunks(self, L, bodies, params, chunks, size, outer, prange, outline, spec=None):
         """The chunk loop around the loop body (``bodies[0]``; one per stream)."""
         reds = L.full_reductions
         inits = [f"{self.acc(r, L)} = {SPELL.lit(r.identity.value, r.dtype)}" for r in reds]
         self.emit(f"for c in {prange}({chunks}):")
         self.emit(f"lo = c * {size}", 2)
         self.emit(f"m = min({size}, {outer} - lo)", 2)
-        spec = (_llvm_body.build_spec(L, self.fastmath)
-                if L.outlined and self.ir_bodies else None)
         if spec is not None:
             # The body is LLVM IR (codegen.llvm_body): Numba sees one call per chunk.
             text, names = spec

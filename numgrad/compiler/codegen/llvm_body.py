@@ -146,7 +146,9 @@ def build_spec(loop, fastmath=False):
     flags = ("contract", "reassoc", "nnan", "ninf", "nsz", "arcp") if fastmath else ()
     # Arguments in the order the shell passes them (cpu._emit_chunks sorts its names).
     params = tuple(sorted(params))
-    return json.dumps([1, dtype.name, params, flags, nred, ops],
+    # The segment size and stream count are part of the spec (and so of the cache key):
+    # the streams decide the order of a sum's additions.
+    return json.dumps([1, dtype.name, params, flags, nred, ops, SEGMENT_OPS, STREAMS],
                       separators=(",", ":")), params
 
 
@@ -163,7 +165,7 @@ class _Body:
     """One body function in an LLVM module (see the module docstring)."""
 
     def __init__(self, module, spec, fname):
-        _, dtype, self.params, self.flags, self.nred, self.ops = spec
+        _, dtype, self.params, self.flags, self.nred, self.ops, self.seg, self.U = spec
         self.bits = _FLOATS[dtype]
         self.ft = ir.DoubleType() if self.bits == 64 else ir.FloatType()
         self.W = _lanes(self.bits)
@@ -308,7 +310,7 @@ class _Body:
         fused = bool(self.flags)
         for j, op in enumerate(ops):
             work += op[0] in ("op", "red", "st")
-            if not fused and work >= SEGMENT_OPS and j + 1 < len(ops):
+            if not fused and work >= self.seg and j + 1 < len(ops):
                 segments.append((start, j + 1))
                 start, work = j + 1, 0
         segments.append((start, len(ops)))
@@ -319,15 +321,15 @@ class _Body:
         slots = {}
         for v, j in defs.items():
             if seg_of[last.get(v, j)] != seg_of[j]:
-                for u in range(STREAMS):
+                for u in range(self.U):
                     slots[v, u] = len(slots)
         for r in range(self.nred):
-            for u in range(STREAMS):
+            for u in range(self.U):
                 slots[("acc", r), u] = len(slots)
         return segments, pairs, slots
 
     def _emit(self):
-        fn, W, U = self.fn, self.W, STREAMS
+        fn, W, U = self.fn, self.W, self.U
         i64 = ir.IntType(64)
         i32 = ir.IntType(32)
         segments, pairs, slots = self._plan()
@@ -382,7 +384,7 @@ class _Body:
     def _segment(self, index, a, z, pairs, slots):
         """The function for ops [a, z) of one block: ``(base, valid, *args, slots)``;
         stream u covers elements [base + u*W, base + (u+1)*W), those below ``valid``."""
-        W, U = self.W, STREAMS
+        W, U = self.W, self.U
         i64 = ir.IntType(64)
         i32 = ir.IntType(32)
         argtys = ([i64, i64] + [a_.type for a_ in self.fn.args[2:]]

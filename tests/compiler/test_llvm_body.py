@@ -1,0 +1,140 @@
+"""codegen.llvm_body: long outlined loop bodies written as LLVM IR instead of Numba chunk
+functions. Elementwise results must have the bits of the Numba-compiled loop
+(``llvm_body.ENABLED = False``), through the masked tail of a chunk and however the body
+is cut into segment functions; sums add in another fixed order (both tiers the same
+bits); everything agrees with torch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numgrad as ng
+from numgrad.compiler.codegen import llvm_body
+
+# 1003 elements: chunks of 16 (two 8-lane vectors per block on AVX-512), the last of 11
+# (a masked tail); 8 steps of 5 ops: 41 statements, over PARALLEL_INLINE_MAX_BODY, and
+# enough work for a parallel (chunked) loop.
+N_ELEMS, STEPS = 1003, 8
+DATA = np.random.default_rng(5).standard_normal(N_ELEMS) * 3
+
+
+def chain(lib, x, steps=STEPS):
+    for _ in range(steps):
+        x = lib.tanh(lib.sin(x) * 1.01 + 0.1 * x)
+    return x.sum()
+
+
+def _run(steps, enabled, monkeypatch):
+    """Value and gradient of the chain, f(x).backward() and jit(value_and_grad), first call
+    (serial tier) and third call (prange tier)."""
+    monkeypatch.setattr(llvm_body, "ENABLED", enabled)
+    f = ng.jit(lambda x: chain(ng, x, steps))
+    vg = ng.jit(ng.value_and_grad(lambda x: chain(ng, x, steps)))
+    out, src = [], None
+    for _ in range(3):
+        x = ng.tensor(DATA, requires_grad=True)
+        y = f(x)
+        y.backward()
+        v, g = vg(ng.tensor(DATA))
+        out.append([y.detach().numpy(), x.grad.numpy(), v.numpy(), g.numpy()])
+        src = src or f.source(ng.tensor(DATA, requires_grad=True))
+    return out, src
+
+
+@pytest.fixture(scope="module")
+def numba_path():
+    mp = pytest.MonkeyPatch()
+    try:
+        return _run(STEPS, False, mp)
+    finally:
+        mp.undo()
+
+
+def test_ir_bodies_give_the_bits_of_the_numba_loop_in_both_tiers(numba_path, monkeypatch):
+    ref, ref_src = numba_path
+    got, src = _run(STEPS, True, monkeypatch)
+    assert "chunk_kernel(" in src and "_g0(lo, m" not in src
+    assert "_g0(lo, m" in ref_src and "chunk_kernel(" not in ref_src
+    for call in (0, 2):  # serial tier, then the prange tier
+        y, gx, v, g = got[call]
+        assert np.array_equal(gx, ref[call][1]) and np.array_equal(g, ref[call][3])
+        # Sums add in another (fixed) order: lane by lane, then the lanes in turn.
+        np.testing.assert_allclose([y, v], [ref[call][0], ref[call][2]], rtol=1e-14)
+    for a, b in zip(got[0], got[2]):  # the tiers agree bit for bit
+        assert np.array_equal(a, b)
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(DATA, requires_grad=True)
+    ty = chain(torch, tx)
+    ty.backward()
+    np.testing.assert_allclose(got[0][0], ty.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(got[0][1], tx.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_segment_cuts_change_no_bits(numba_path, monkeypatch):
+    """Cut into segment functions of 5 statements (values between them in stack slots):
+    without fast-math flags nothing is fused across a cut."""
+    monkeypatch.setattr(llvm_body, "SEGMENT_OPS", 5)
+    got, _ = _run(STEPS, True, monkeypatch)
+    for i in (1, 3):  # the gradients
+        assert np.array_equal(got[0][i], numba_path[0][0][i])
+
+
+SPECIALS = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -1e-40, 1e30, -1e30,
+                     88.7, -104.0, 3.0, -2.5], dtype=np.float32)
+
+
+def _many_ops(x):
+    y = x
+    for _ in range(3):
+        a = (-y.abs()).exp() / (1 + y * y)
+        b = y.sigmoid() - y.abs().sqrt()
+        c = (-y).relu() + y.cos() * y.sin() + (1 + y.abs()).log()
+        y = a + b * 0.5 + c
+    return y.sum()
+
+
+def test_float32_ops_and_special_values_match_the_numba_loop(monkeypatch):
+    """exp, log, sqrt, sigmoid, sin, cos (paired), relu, abs, neg, div over +-inf, NaN,
+    +-0 and subnormals, float32, through a masked tail: the same bits as the Numba loop,
+    and eager mode's values."""
+    data = np.resize(np.concatenate([SPECIALS, np.linspace(-5, 5, 64, dtype=np.float32)]),
+                     4099).astype(np.float32)
+    res = {}
+    for enabled in (True, False):
+        monkeypatch.setattr(llvm_body, "ENABLED", enabled)
+        f = ng.jit(_many_ops)
+        x = ng.tensor(data, requires_grad=True)
+        y = f(x)
+        y.backward()
+        res[enabled] = (y.detach().numpy(), x.grad.numpy(),
+                        f.source(ng.tensor(data, requires_grad=True)))
+    assert "chunk_kernel(" in res[True][2] and "chunk_kernel(" not in res[False][2]
+    a, b = res[True][1], res[False][1]  # the gradient (the sum is NaN: a NaN input)
+    assert np.array_equal(a, b, equal_nan=True)
+    assert np.array_equal(np.signbit(a), np.signbit(b))
+    xe = ng.tensor(data, requires_grad=True)
+    with np.errstate(all="ignore"):  # eager mode's NumPy warns on the special values
+        _many_ops(xe).backward()
+    ge = xe.grad.numpy()
+    np.testing.assert_array_equal(np.isnan(res[True][1]), np.isnan(ge))
+    fin = np.isfinite(ge)
+    np.testing.assert_allclose(res[True][1][fin], ge[fin], rtol=2e-5, atol=1e-6)
+
+
+def test_spec_declines_what_it_does_not_render():
+    """A loop with an op outside the rendered set keeps the Numba chunk function."""
+    from numgrad.compiler.schedule import Loop, Ref, Stmt
+    from numgrad.ops.registry import REGISTRY
+
+    class V:
+        def __init__(self, name):
+            self.name, self.dtype, self.shape = name, np.dtype("float64"), (4,)
+
+    x, y = V("x"), V("y")
+    loop = Loop(0, (4,), True)
+    loop.body = [Stmt(y, REGISTRY["erf"], [Ref("array", x, (4,))], {}, x.dtype, None)]
+    assert llvm_body.build_spec(loop) is None
+    loop.body = [Stmt(y, REGISTRY["tanh"], [Ref("array", x, (4,))], {}, x.dtype, None,
+                      store=True)]
+    spec, names = llvm_body.build_spec(loop)
+    assert names == ("f_x", "f_y")
