@@ -90,7 +90,7 @@ def available(system):
     return importlib.util.find_spec(system) is not None
 
 
-def run(sizes, systems, repeat=3, verbose=True):
+def run(sizes, systems, repeat=3, torch_repeat=1, verbose=True):
     """Each point ``repeat`` times (a fresh process and an empty cache each), interleaved
     by system; rows hold the median and the range."""
     rows = []
@@ -104,7 +104,7 @@ def run(sizes, systems, repeat=3, verbose=True):
                 if verbose:
                     print(f"N={n:4d} {system:8s} {mode:15s} ...", end="", flush=True)
                 cold, warm = [], []
-                for _ in range(repeat):
+                for _ in range(torch_repeat if system == "torch" else repeat):
                     with tempfile.TemporaryDirectory(prefix="ng-latency-") as tmp:
                         env = dict(os.environ, NUMGRAD_CACHE_DIR=os.path.join(tmp, "numgrad"),
                                    TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "inductor"),
@@ -113,7 +113,7 @@ def run(sizes, systems, repeat=3, verbose=True):
                         cold.append(measure(system, mode, n, env))
                         if system == "numgrad":
                             warm.append(measure(system, mode, n, env))
-                row = {"n": n, "system": system, "mode": mode, "repeat": repeat}
+                row = {"n": n, "system": system, "mode": mode, "repeat": len(cold)}
                 for key, runs in (("cold", cold), ("warm", warm)):
                     walls, cpus = [w for w, _ in runs], [c for _, c in runs]
                     row[key + "_s"] = statistics.median(walls) if runs else None
@@ -172,13 +172,15 @@ def main(argv=None):
     p.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     p.add_argument("--repeat", type=int, default=3,
                    help="fresh processes per point (median and range reported)")
+    p.add_argument("--torch-repeat", type=int, default=1,
+                   help="runs per point for torch.compile (its cold compiles are long)")
     p.add_argument("--out-dir", default=None,
                    help="where the JSON and PNG go (default: a new scratch folder)")
     a = p.parse_args(argv)
     out_dir = a.out_dir or tempfile.mkdtemp(prefix="numgrad-compile-latency-")
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
-    rows = run(a.n, a.systems, a.repeat)
+    rows = run(a.n, a.systems, a.repeat, a.torch_repeat)
     with open(os.path.join(out_dir, "compile_latency.json"), "w") as fh:
         json.dump(rows, fh, indent=1)
     print(table(rows))
