@@ -136,5 +136,5 @@ def test_spec_declines_what_it_does_not_render():
     assert llvm_body.build_spec(loop) is None
     loop.body = [Stmt(y, REGISTRY["tanh"], [Ref("array", x, (4,))], {}, x.dtype, None,
                       store=True)]
-    spec, names = llvm_body.build_spec(loop)
+    _, names = llvm_body.build_spec(loop)
     assert names == ("f_x", "f_y")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -179,7 +180,7 @@ class _Body:
         fn.linkage = "internal"
         for a in ("noinline", "nounwind"):
             fn.attributes.add(a)
-        add_string_attribute(fn, '"prefer-vector-width"="%s"' % _vm.PREFER_VECTOR_WIDTH)
+        add_string_attribute(fn, f'"prefer-vector-width"="{_vm.PREFER_VECTOR_WIDTH}"')
         for a, p in zip(fn.args[2:], self.params):
             a.name = p
             if p.startswith("f_"):
@@ -194,15 +195,15 @@ class _Body:
         i32 = ir.IntType(32)
         align = ir.Constant(i32, self.bits // 8)
         mt = ir.VectorType(ir.IntType(1), self.W)
-        sfx = "v%df%d" % (self.W, self.bits)
+        sfx = f"v{self.W}f{self.bits}"
         if kind == "load":
             f = cgutils.get_or_insert_function(
                 self.module, ir.FunctionType(self.vt, [vp.type, i32, mt, self.vt]),
-                "llvm.masked.load.%s.p0" % sfx)
+                f"llvm.masked.load.{sfx}.p0")
             return b.call(f, [vp, align, mask, ir.Constant(self.vt, None)])
         f = cgutils.get_or_insert_function(
             self.module, ir.FunctionType(ir.VoidType(), [self.vt, vp.type, i32, mt]),
-            "llvm.masked.store.%s.p0" % sfx)
+            f"llvm.masked.store.{sfx}.p0")
         return b.call(f, [value, vp, align, mask])
 
     def _splat(self, x):
@@ -221,7 +222,7 @@ class _Body:
         """``name`` at this vector width: vmath_ir's body, emitted once per module, and
         only at the one width called (vmath_ir's outlined set has four, weak_odr, each of
         which LLVM would optimise and emit)."""
-        fname = "numgrad_body_%s_v%df%d" % (name, self.W, self.bits)
+        fname = f"numgrad_body_{name}_v{self.W}f{self.bits}"
         fn = self.module.globals.get(fname)
         if fn is None:
             fn = ir.Function(self.module, ir.FunctionType(self.vt, [self.vt]), fname)
@@ -234,7 +235,7 @@ class _Body:
     def _sincos_fn(self):
         """{sin(x), cos(x)} of one vector: both bodies in one function, which LLVM
         merges (range reduction, polynomials) once per module."""
-        fname = "numgrad_body_sincos_v%df%d" % (self.W, self.bits)
+        fname = f"numgrad_body_sincos_v{self.W}f{self.bits}"
         fn = self.module.globals.get(fname)
         if fn is not None:
             return fn
@@ -243,7 +244,7 @@ class _Body:
         fn.linkage = "internal"
         for a in ("noinline", "nounwind", "readnone"):
             fn.attributes.add(a)
-        add_string_attribute(fn, '"prefer-vector-width"="%s"' % _vm.PREFER_VECTOR_WIDTH)
+        add_string_attribute(fn, f'"prefer-vector-width"="{_vm.PREFER_VECTOR_WIDTH}"')
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         e = _vm._E(b, self.bits, self.W)
         x = _vm._V(e, fn.args[0])
@@ -265,7 +266,7 @@ class _Body:
         if name in ("sqrt", "abs"):
             f = cgutils.get_or_insert_function(
                 self.module, ir.FunctionType(self.vt, [self.vt]),
-                "llvm.%s.v%df%d" % ("fabs" if name == "abs" else "sqrt", self.W, self.bits))
+                f"llvm.{'fabs' if name == 'abs' else 'sqrt'}.v{self.W}f{self.bits}")
             return b.call(f, [x], fastmath=fl) if name == "sqrt" else b.call(f, [x])
         if name == "relu":  # PyTorch's x < 0 ? 0 : x (relu(-0) is -0, NaN passes)
             return b.select(b.fcmp_ordered("<", x, zero, flags=fl), zero, x)
@@ -390,11 +391,11 @@ class _Body:
         argtys = ([i64, i64] + [a_.type for a_ in self.fn.args[2:]]
                   + [ir.PointerType(self.vt)])
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), argtys),
-                         "%s_s%d" % (self.fn.name, index))
+                         f"{self.fn.name}_s{index}")
         fn.linkage = "internal"
         for att in ("noinline", "nounwind"):
             fn.attributes.add(att)
-        add_string_attribute(fn, '"prefer-vector-width"="%s"' % _vm.PREFER_VECTOR_WIDTH)
+        add_string_attribute(fn, f'"prefer-vector-width"="{_vm.PREFER_VECTOR_WIDTH}"')
         for arg, p in zip(fn.args[2:], self.params):
             arg.name = p
             if p.startswith("f_"):
