@@ -3,7 +3,10 @@
 The chain is W4's step, repeated N times on 1,000 float64 elements:
 ``x = (x.sin() * 1.01 + 0.1 * x).tanh()``, then ``.sum()``, gradient w.r.t. x.
 Every measurement runs in a fresh process (imports excluded from the time) with an
-empty compile cache, so it is what a Jupyter user pays after editing the function:
+empty compile cache: what the first call of a session pays, Numba's (or XLA's) own
+start-up included. A Jupyter user who edits the function pays a cold compile in a
+process that has compiled before: the ``session`` column (numgrad, JAX) first compiles
+a 2-step chain with another constant, then times the N-step one.
 
 - numgrad ``f(x).backward()`` and ``ng.jit(ng.value_and_grad(f))``, cold (empty kernel
   cache) and warm (the cache the cold run left, in a new process);
@@ -37,12 +40,23 @@ CHILD = r'''
 import sys, time
 import numpy as np
 system, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+session = len(sys.argv) > 4 and sys.argv[4] == "session"
 x0 = np.random.default_rng(0).standard_normal(1000)
 
-def chain(lib, x):
+def chain(lib, x, n=n, c=1.01):
     for _ in range(n):
-        x = lib.tanh(lib.sin(x) * 1.01 + 0.1 * x)
+        x = lib.tanh(lib.sin(x) * c + 0.1 * x)
     return x.sum()
+
+if session:  # an earlier compile in this process: an edit, not a first use
+    if system == "numgrad":
+        import numgrad as ng
+        ng.jit(ng.value_and_grad(lambda x: chain(ng, x, 2, 1.02)))(ng.tensor(x0))
+    elif system == "jax":
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        jax.jit(jax.value_and_grad(lambda x: chain(jnp, x, 2, 1.02)))(jnp.asarray(x0))
 
 if system == "numgrad":
     import numgrad as ng
@@ -73,9 +87,10 @@ print(time.perf_counter() - t0, time.process_time() - c0, float(np.abs(g).sum())
 '''
 
 
-def measure(system, mode, n, env):
+def measure(system, mode, n, env, session=False):
     """(wall seconds, CPU seconds) to the first result, in a fresh process."""
-    out = subprocess.run([sys.executable, "-c", CHILD, system, mode, str(n)], env=env,
+    out = subprocess.run([sys.executable, "-c", CHILD, system, mode, str(n)]
+                         + (["session"] if session else []), env=env,
                          capture_output=True, text=True, cwd=ROOT, timeout=1800)
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "failed")
@@ -103,7 +118,7 @@ def run(sizes, systems, repeat=3, torch_repeat=1, verbose=True):
             for mode in modes:
                 if verbose:
                     print(f"N={n:4d} {system:8s} {mode:15s} ...", end="", flush=True)
-                cold, warm = [], []
+                cold, warm, sess = [], [], []
                 for _ in range(torch_repeat if system == "torch" else repeat):
                     with tempfile.TemporaryDirectory(prefix="ng-latency-") as tmp:
                         env = dict(os.environ, NUMGRAD_CACHE_DIR=os.path.join(tmp, "numgrad"),
@@ -113,8 +128,13 @@ def run(sizes, systems, repeat=3, torch_repeat=1, verbose=True):
                         cold.append(measure(system, mode, n, env))
                         if system == "numgrad":
                             warm.append(measure(system, mode, n, env))
+                    if system in ("numgrad", "jax"):
+                        with tempfile.TemporaryDirectory(prefix="ng-latency-") as tmp:
+                            env = dict(env, NUMGRAD_CACHE_DIR=os.path.join(tmp, "numgrad"),
+                                       JAX_COMPILATION_CACHE_DIR=os.path.join(tmp, "jax"))
+                            sess.append(measure(system, mode, n, env, session=True))
                 row = {"n": n, "system": system, "mode": mode, "repeat": len(cold)}
-                for key, runs in (("cold", cold), ("warm", warm)):
+                for key, runs in (("cold", cold), ("warm", warm), ("session", sess)):
                     walls, cpus = [w for w, _ in runs], [c for _, c in runs]
                     row[key + "_s"] = statistics.median(walls) if runs else None
                     row[key + "_range"] = [min(walls), max(walls)] if runs else None
@@ -122,19 +142,22 @@ def run(sizes, systems, repeat=3, torch_repeat=1, verbose=True):
                 if verbose:
                     print(f" cold {row['cold_s']:7.2f} s ({row['cold_range'][0]:.2f}-"
                           f"{row['cold_range'][1]:.2f}, cpu {row['cold_cpu_s']:.2f})"
-                          + (f"   warm {row['warm_s']:5.2f} s" if warm else ""))
+                          + (f"   warm {row['warm_s']:5.2f} s" if warm else "")
+                          + (f"   session {row['session_s']:5.2f} s" if sess else ""))
                 rows.append(row)
     return rows
 
 
 def table(rows):
-    lines = ["| N | system | path | cold (s), median | cold range | cold CPU (s) | warm (s) |",
-             "|---|---|---|---|---|---|---|"]
+    head = ("| N | system | path | cold (s), median | cold range | cold CPU (s) | "
+            "session (s) | warm (s) |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         warm = f"{r['warm_s']:.2f}" if r["warm_s"] is not None else "—"
+        sess = f"{r['session_s']:.2f}" if r.get("session_s") is not None else "—"
         lo, hi = r["cold_range"]
         lines.append(f"| {r['n']} | {r['system']} | {r['mode']} | {r['cold_s']:.2f} | "
-                     f"{lo:.2f}-{hi:.2f} | {r['cold_cpu_s']:.2f} | {warm} |")
+                     f"{lo:.2f}-{hi:.2f} | {r['cold_cpu_s']:.2f} | {sess} | {warm} |")
     return "\n".join(lines)
 
 
@@ -154,6 +177,9 @@ def plot(rows, path):
         ax.plot(ns, [r["cold_s"] for r in pts], "o-", label=f"{system} {mode}, cold")
         if system == "numgrad":
             ax.plot(ns, [r["warm_s"] for r in pts], "s--", label=f"{system} {mode}, warm cache")
+        if pts[0].get("session_s") is not None:
+            ax.plot(ns, [r["session_s"] for r in pts], "^:",
+                    label=f"{system} {mode}, cold, in a session")
     ax.axhline(1.0, color="grey", lw=0.8, ls=":", label="1 s goal at N=100")
     ax.set_xscale("log")
     ax.set_yscale("log")
