@@ -138,3 +138,21 @@ def test_spec_declines_what_it_does_not_render():
                       store=True)]
     _, names = llvm_body.build_spec(loop)
     assert names == ("f_x", "f_y")
+
+
+def test_a_serial_loop_is_one_call_over_the_whole_loop(monkeypatch):
+    """5 steps (26 statements) stay under the parallel work threshold: the serial loop is
+    one call of the IR body, with the Numba loop's gradient bits."""
+    res = {}
+    for enabled in (True, False):
+        monkeypatch.setattr(llvm_body, "ENABLED", enabled)
+        f = ng.jit(lambda x: chain(ng, x, 5))
+        x = ng.tensor(DATA, requires_grad=True)
+        y = f(x)
+        y.backward()
+        res[enabled] = (y.item(), x.grad.numpy(), f.source(ng.tensor(DATA, requires_grad=True)))
+    src = res[True][2]
+    assert "_b0(0, 1003, f_x)" in src  # the forward: serial, one call (the backward has
+    # more work: chunked under prange)
+    assert np.array_equal(res[True][1], res[False][1])
+    np.testing.assert_allclose(res[True][0], res[False][0], rtol=1e-14)

@@ -285,14 +285,22 @@ class KernelRenderer:
         self.lines = []
         self.used, ext.used = set(), set()
         streams = L.streams if L.outlined else 1
+        serial = not chunk and not L.parallel and len(L.body) >= _llvm_body.SERIAL_MIN_BODY
         spec = (_llvm_body.build_spec(L, self.fastmath)
-                if L.outlined and self.ir_bodies else None)
+                if (L.outlined or serial) and self.ir_bodies else None)
         bodies = [] if spec else [self.body(L, outer, prange, k if streams > 1 else None)
                                   for k in range(streams)]
         params = sorted(self.used | ext.used)
         self.lines = head
         if chunk:
             self.chunks(L, bodies, params, chunks, size, outer, prange, outline, spec)
+        elif spec:  # a serial loop: the IR body over all of it, in one call
+            text, names = spec
+            name = f"{self.kname}_b{len(self.ir_helpers)}"
+            self.ir_helpers.append(f"{name} = chunk_kernel({text!r})\n")
+            rets = "".join(self.acc(r, L) + ", " for r in L.full_reductions)
+            self.emit((f"{rets}= " if rets else "") + f"{name}(0, {outer}"
+                      + "".join(", " + p for p in names) + ")")
         else:
             self.lines += bodies[0]
         out, self.lines = self.lines, saved

@@ -43,6 +43,11 @@ from numgrad.compiler.codegen.llvm_attrs import add_string_attribute
 
 # Render long flat chunk bodies here (False: the Numba chunk functions, for comparison).
 ENABLED = True
+# A serial (unchunked) flat loop of at least this many statements is rendered here too,
+# as one call over the whole loop: a 5-step chain (26 statements) is below the work at
+# which loops go parallel, and Numba's front end and LLVM's vectoriser were most of its
+# compile. Shorter loops (W1, W2) keep Numba's.
+SERIAL_MIN_BODY = 16
 # Vectors per loop iteration, interleaved statement by statement: a long chain is one
 # dependency chain per element, and two independent ones hide each other's latency.
 STREAMS = 2
