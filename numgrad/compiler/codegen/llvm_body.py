@@ -46,8 +46,9 @@ ENABLED = True
 # A serial (unchunked) flat loop of at least this many statements is rendered here too,
 # as one call over the whole loop: a 5-step chain (26 statements) is below the work at
 # which loops go parallel, and Numba's front end and LLVM's vectoriser were most of its
-# compile. Shorter loops (W1, W2) keep Numba's.
-SERIAL_MIN_BODY = 16
+# compile. Shorter loops keep Numba's: at 16, W2's float32 value_and_grad loop (about
+# 20 statements) came here and ran 1.48x slower (an interleaved in-process A/B).
+SERIAL_MIN_BODY = 25
 # Vectors per loop iteration, interleaved statement by statement: a long chain is one
 # dependency chain per element, and two independent ones hide each other's latency.
 STREAMS = 2
