@@ -29,8 +29,10 @@ body function in the shell's LLVM module and calls it once per chunk.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
+import re
 
 import numpy as np
 from llvmlite import ir
@@ -55,24 +57,64 @@ STREAMS = 2
 # Statements per segment function (_Body._plan). One function holding a whole long body
 # is one basic block of thousands of instructions, and LLVM's register allocation and
 # instruction selection grow faster than linearly in that (forward of the N=400 chain:
-# LLVM 0.29 s at N=100, 0.71 s at N=400, the greedy allocator 0.03 -> 0.25 s).
-SEGMENT_OPS = 96
+# LLVM 0.29 s at N=100, 0.71 s at N=400, the greedy allocator 0.03 -> 0.25 s). But a cut
+# costs run time (the values that cross it go through memory, and each segment call
+# spills the vector registers): W4's ~700-statement value_and_grad body ran 1.1-1.2x
+# slower cut every 96 or 400 statements, 0.8x the Numba loop whole. So only bodies
+# longer than W4's are cut.
+SEGMENT_OPS = 1000
 
-# Elementwise primitives this renderer writes. Anything else keeps the Numba path.
-_BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
-_VMATH = {"exp", "log", "tanh", "sigmoid", "sin", "cos", "expm1"}
-_UNARY = {"neg", "sqrt", "abs", "relu"} | _VMATH
-_IDENTITY = {"detach", "expand", "clone"}
 _FLOATS = {"float64": 64, "float32": 32}
 
 
-def _stmt_ok(st):
-    name = st.op.name
-    if name in _BINARY or name in _UNARY or name in _IDENTITY:
-        return True
-    if name == "pow_scalar":
-        return st.params.get("exponent") in (1, 2, 3, -1, 0.5)
-    return False
+class _Decline(Exception):
+    """The body holds something this renderer does not write (the Numba loop stays)."""
+
+
+class _SpellIR:
+    """The registry's scalar lowerings (``op.scalar(args, dtype, params, spell)``) spell
+    literals through this: each becomes a named constant ``c<n>`` of the spec."""
+
+    def __init__(self, dtype):
+        self.dtype, self.consts = dtype, []
+
+    def lit(self, value, dtype):
+        if np.dtype(dtype) != self.dtype:
+            raise _Decline
+        self.consts.append(float(value).hex())
+        return f"c{len(self.consts) - 1}"
+
+    def cast(self, expr, dtype):
+        if np.dtype(dtype) != self.dtype:
+            raise _Decline
+        return expr
+
+
+_ALIAS = re.compile(r"a(\d+)")
+
+
+def _renders(expr, nargs, nconsts):
+    """Whether ``expr`` (a lowering over a0.., c0..) is made only of what _Eval has."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return False
+    allowed = {f"a{i}" for i in range(nargs)} | {f"c{i}" for i in range(nconsts)} | set(
+        _Eval.functions())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in allowed:
+            return False
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
+            return False
+        if isinstance(node, ast.BinOp) and not isinstance(
+                node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+            return False
+        if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.USub):
+            return False
+        if isinstance(node, (ast.Compare, ast.BoolOp, ast.IfExp, ast.Attribute,
+                             ast.Subscript, ast.Constant)):
+            return False
+    return True
 
 
 def build_spec(loop, fastmath=False):
@@ -93,10 +135,7 @@ def build_spec(loop, fastmath=False):
                 np.dtype(r.var.dtype if r.kind != "literal" else r.literal.dtype) != dtype
                 for r in refs):
             return None
-        if isinstance(st, Reduce):
-            if not (st.full and st.additive):
-                return None
-        elif not _stmt_ok(st):
+        if isinstance(st, Reduce) and not (st.full and st.additive):
             return None
     if dtype is None:
         return None
@@ -138,13 +177,21 @@ def build_spec(loop, fastmath=False):
             nred += 1
             continue
         srcs = [ref(r) for r in st.args]
-        name = st.op.name
-        extra = st.params.get("exponent") if name == "pow_scalar" else None
-        if name in _IDENTITY or (name == "pow_scalar" and extra == 1):
-            temp[st.out] = srcs[0]
+        spell = _SpellIR(dtype)
+        try:  # the registry's own scalar lowering, over named operands
+            expr = st.op.scalar([f"a{i}" for i in range(len(srcs))], st.dtype, st.params,
+                                spell)
+        except _Decline:
+            return None
+        if not _renders(expr, len(srcs), len(spell.consts)):
+            return None
+        m = _ALIAS.fullmatch(expr)
+        if m:  # the identity at run time (detach, expand, x ** 1...)
+            temp[st.out] = srcs[int(m.group(1))]
         else:
             t = new_temp()
-            ops.append(["op", t, name, srcs, extra])
+            pair = list(st.op.pairs) if st.paired and st.op.pairs else None
+            ops.append(["op", t, expr, srcs, spell.consts, pair])
             temp[st.out] = t
         if st.store:
             ops.append(["st", arg(f"f_{st.out.name}"), temp[st.out]])
@@ -224,67 +271,69 @@ class _Body:
             x = float(np.float32(x))
         return ir.Constant(self.vt, [ir.Constant(self.ft, x)] * self.W)
 
-    def _vector_fn(self, name):
-        """``name`` at this vector width: vmath_ir's body, emitted once per module, and
-        only at the one width called (vmath_ir's outlined set has four, weak_odr, each of
-        which LLVM would optimise and emit)."""
-        fname = f"numgrad_body_{name}_v{self.W}f{self.bits}"
+    def _inline(self, name):
+        """Whether this call site of ``name`` gets the body inlined: the first
+        ``vmath_ir.INLINE_CALL_SITES`` of a body, as in Numba-compiled loops. A call costs
+        little next to a long body, but in a short one (W2's value_and_grad: 1.48x slower
+        with every transcendental called) the spills around each call show."""
+        n = self.sites.get(name, 0)
+        self.sites[name] = n + 1
+        return n < _vm.INLINE_CALL_SITES
+
+    def _vector_fn(self, name, inline=False):
+        """``name`` at this vector width: vmath_ir's body, emitted once per module (once
+        more for inlining), and only at the one width called (vmath_ir's outlined set
+        has four, weak_odr, each of which LLVM would optimise and emit)."""
+        fname = f"numgrad_body_{name}_v{self.W}f{self.bits}" + ("_inl" if inline else "")
         fn = self.module.globals.get(fname)
         if fn is None:
             fn = ir.Function(self.module, ir.FunctionType(self.vt, [self.vt]), fname)
             fn.linkage = "internal"
-            for a in ("noinline", "nounwind", "readnone"):
+            for a in ("alwaysinline" if inline else "noinline", "nounwind", "readnone"):
                 fn.attributes.add(a)
             _vm._emit_body(fn, name, self.bits, self.W)
         return fn
 
-    def _sincos_fn(self):
-        """{sin(x), cos(x)} of one vector: both bodies in one function, which LLVM
-        merges (range reduction, polynomials) once per module."""
-        fname = f"numgrad_body_sincos_v{self.W}f{self.bits}"
+    def _pair_fn(self, heads, inline=False):
+        """Both members of a registry pair (sin and cos: ``pairs``) of one vector, in slot
+        order: their bodies in one function, which LLVM merges (range reduction,
+        polynomials) once per module (once more for inlining)."""
+        fname = (f"numgrad_body_{'_'.join(heads)}_v{self.W}f{self.bits}"
+                 + ("_inl" if inline else ""))
         fn = self.module.globals.get(fname)
         if fn is not None:
             return fn
-        st = ir.LiteralStructType([self.vt, self.vt])
+        st = ir.LiteralStructType([self.vt] * len(heads))
         fn = ir.Function(self.module, ir.FunctionType(st, [self.vt]), fname)
         fn.linkage = "internal"
-        for a in ("noinline", "nounwind", "readnone"):
+        for a in ("alwaysinline" if inline else "noinline", "nounwind", "readnone"):
             fn.attributes.add(a)
         add_string_attribute(fn, f'"prefer-vector-width"="{_vm.PREFER_VECTOR_WIDTH}"')
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         e = _vm._E(b, self.bits, self.W)
         x = _vm._V(e, fn.args[0])
-        s = e.v(_vm._BODIES["sin"](e, x))
-        c = e.v(_vm._BODIES["cos"](e, x))
-        out = b.insert_value(ir.Constant(st, None), s, 0)
-        b.ret(b.insert_value(out, c, 1))
+        out = ir.Constant(st, None)
+        for i, h in enumerate(heads):
+            out = b.insert_value(out, e.v(_vm._BODIES[h](e, x)), i)
+        b.ret(out)
         return fn
 
-    def _op(self, name, a, extra):
-        b, fl = self.b, self.flags
-        if name in _BINARY:
-            return getattr(b, _BINARY[name])(a[0], a[1], flags=fl)
-        x = a[0]
-        one = ir.Constant(self.vt, [ir.Constant(self.ft, 1.0)] * self.W)
-        zero = ir.Constant(self.vt, [ir.Constant(self.ft, 0.0)] * self.W)
-        if name == "neg":
-            return b.fneg(x, flags=fl)
-        if name in ("sqrt", "abs"):
-            f = cgutils.get_or_insert_function(
-                self.module, ir.FunctionType(self.vt, [self.vt]),
-                f"llvm.{'fabs' if name == 'abs' else 'sqrt'}.v{self.W}f{self.bits}")
-            return b.call(f, [x], fastmath=fl) if name == "sqrt" else b.call(f, [x])
-        if name == "relu":  # PyTorch's x < 0 ? 0 : x (relu(-0) is -0, NaN passes)
-            return b.select(b.fcmp_ordered("<", x, zero, flags=fl), zero, x)
-        if name == "pow_scalar":
-            if extra == 2:
-                return b.fmul(x, x, flags=fl)
-            if extra == 3:
-                return b.fmul(b.fmul(x, x, flags=fl), x, flags=fl)
-            if extra == -1:
-                return b.fdiv(one, x, flags=fl)
-            return self._op("sqrt", a, None)
-        return b.call(self._vector_fn(name), [x])
+    def _eval(self, expr, args, consts):
+        """The registry's scalar lowering ``expr`` (over a0.., c0..) as vector IR: its
+        operators under the kernel's flags, its helpers as _Helpers has them."""
+        ns = {f"a{i}": _Val(self, v) for i, v in enumerate(args)}
+        ns.update({f"c{i}": _Val(self, self._const(c)) for i, c in enumerate(consts)})
+        ns.update(_Helpers.bound(self))
+        return eval(expr, {"__builtins__": {}}, ns).v  # checked by _renders
+
+    def intrinsic(self, name, x):
+        f = cgutils.get_or_insert_function(
+            self.module, ir.FunctionType(self.vt, [self.vt]),
+            f"{name}.v{self.W}f{self.bits}")
+        return self.b.call(f, [x])
+
+    def vmath(self, head, x):
+        return self.b.call(self._vector_fn(head, self._inline(head)), [x])
 
     # -- the function ----------------------------------------------------------
     def _plan(self):
@@ -301,18 +350,18 @@ class _Body:
             if op[0] == "op":
                 for t in op[3]:
                     last[t] = j
-                if op[2] in ("sin", "cos"):
-                    seen.setdefault(op[3][0], {}).setdefault(op[2], j)
+                if op[5]:  # a member of a registry pair (sin and cos): by slot
+                    seen.setdefault((op[5][0], op[3][0]), {}).setdefault(op[5][1], j)
             elif op[0] in ("st", "red"):
                 last[op[2]] = j
-        pairs = {t: tuple(sorted(d.values())) for t, d in seen.items() if len(d) == 2}
+        pairs = {k: (d[0], d[1]) for k, d in seen.items() if len(d) == 2}
         defs = {}     # value -> op index
         for j, op in enumerate(ops):
             if op[0] in ("ld", "op"):
                 defs[op[1]] = j
-        for t, (first, second) in pairs.items():
-            defs[("pair", t)] = first
-            last[("pair", t)] = second
+        for key, (first, second) in pairs.items():
+            defs[("pair", key)] = first
+            last[("pair", key)] = second
         segments, start, work = [], 0, 0
         fused = bool(self.flags)
         for j, op in enumerate(ops):
@@ -341,6 +390,7 @@ class _Body:
         i32 = ir.IntType(32)
         segments, pairs, slots = self._plan()
         self.kinds = {op[1]: op for op in self.ops if op[0] in ("sc", "k")}
+        self.sites = {}   # vmath function -> call sites so far (_inline)
         seg_fns = [self._segment(i, a, z, pairs, slots) for i, (a, z) in enumerate(segments)]
         entry = fn.append_basic_block("entry")
         loop = fn.append_basic_block("loop")
@@ -452,17 +502,26 @@ class _Body:
                     put(op[1], u, self._masked("load", b.gep(args[op[2]], [base[u]]),
                                                masks[u]))
                 elif kind == "op":
-                    _, t, name, srcs, extra = op
-                    if name in ("sin", "cos") and srcs[0] in pairs:
-                        if j == pairs[srcs[0]][0]:  # both now; the other is op `second`'s
-                            sc = b.call(self._sincos_fn(), [get(srcs[0], u)])
-                            this = 0 if name == "sin" else 1
-                            put(t, u, b.extract_value(sc, this))
-                            put(("pair", srcs[0]), u, b.extract_value(sc, 1 - this))
+                    _, t, expr, srcs, consts, pair = op
+                    key = (pair[0], srcs[0]) if pair else None
+                    if key in pairs:
+                        first, second = pairs[key]
+                        if j == first:  # both now; the other is op `second`'s value
+                            if u == 0:
+                                self.pair_inline = self._inline(tuple(pair[:1]))
+                            heads = [_head(self.ops[i][2]) for i in (first, second)]
+                            res = b.call(self._pair_fn(heads, self.pair_inline),
+                                         [get(srcs[0], u)])
+                            put(t, u, b.extract_value(res, 0))
+                            put(("pair", key), u, b.extract_value(res, 1))
                         else:
-                            put(t, u, get(("pair", srcs[0]), u))
+                            put(t, u, get(("pair", key), u))
                     else:
-                        put(t, u, self._op(name, [get(x, u) for x in srcs], extra))
+                        if u == 0:
+                            self.sites_mark = dict(self.sites)
+                        else:  # each stream's call site counts as the first stream's
+                            self.sites = dict(self.sites_mark)
+                        put(t, u, self._eval(expr, [get(x, u) for x in srcs], consts))
                 elif kind == "st":
                     self._masked("store", b.gep(args[op[1]], [base[u]]), masks[u],
                                  get(op[2], u))
@@ -484,6 +543,75 @@ class _Body:
         v = b.insert_element(ir.Constant(vt, None), x, ir.Constant(ir.IntType(32), 0))
         return b.shuffle_vector(v, ir.Constant(vt, None),
                                 ir.Constant(ir.VectorType(ir.IntType(32), W), [0] * W))
+
+
+def _head(expr):
+    """The helper a one-call lowering calls (``sin(a0)`` -> ``sin``)."""
+    return expr.split("(", 1)[0]
+
+
+class _Val:
+    """A vector value in _Body._eval: Python's operators emit the IR instruction with the
+    kernel's fast-math flags (none by default), in the lowering's operand order."""
+
+    def __init__(self, body, v):
+        self.body, self.v = body, v
+
+    def _bin(self, other, how):
+        fn = getattr(self.body.b, how)
+        return _Val(self.body, fn(self.v, other.v, flags=self.body.flags))
+
+    def __add__(self, other):
+        return self._bin(other, "fadd")
+
+    def __sub__(self, other):
+        return self._bin(other, "fsub")
+
+    def __mul__(self, other):
+        return self._bin(other, "fmul")
+
+    def __truediv__(self, other):
+        return self._bin(other, "fdiv")
+
+    def __neg__(self):
+        return _Val(self.body, self.body.b.fneg(self.v, flags=self.body.flags))
+
+
+class _Helpers:
+    """IR versions of the scalar helpers (``codegen.scalar``) the registry's lowerings
+    call, beyond vmath_ir's transcendentals; the same instructions Numba gives them."""
+
+    @staticmethod
+    def sqrt(body, x):
+        return body.intrinsic("llvm.sqrt", x)
+
+    @staticmethod
+    def abs(body, x):
+        return body.intrinsic("llvm.fabs", x)
+
+    @staticmethod
+    def relu(body, x, zero):  # PyTorch's x < 0 ? 0 : x (relu(-0) is -0, NaN passes)
+        b = body.b
+        return b.select(b.fcmp_ordered("<", x, zero, flags=body.flags), zero, x)
+
+    @classmethod
+    def names(cls):
+        return [n for n, f in vars(cls).items() if isinstance(f, staticmethod)]
+
+    @classmethod
+    def bound(cls, body):
+        def wrap(f):
+            return lambda *a: _Val(body, f(body, *[x.v for x in a]))
+        out = {n: wrap(getattr(cls, n)) for n in cls.names()}
+        for head in _vm.TEMPLATES.values():
+            out[head] = wrap(lambda body_, x, h=head: body_.vmath(h, x))
+        return out
+
+
+class _Eval:
+    @staticmethod
+    def functions():
+        return _Helpers.names() + list(_vm.TEMPLATES.values())
 
 
 # ------------------------------------------------------------------ the intrinsic
