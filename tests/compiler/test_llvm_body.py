@@ -74,6 +74,7 @@ def test_segment_cuts_change_no_bits(numba_path, monkeypatch):
     """Cut into segment functions of 5 statements (values between them in stack slots):
     without fast-math flags nothing is fused across a cut."""
     monkeypatch.setattr(llvm_body, "SEGMENT_OPS", 5)
+    monkeypatch.setattr(llvm_body, "SEGMENT_MIN_BODY", 10)
     got, _ = _run(STEPS, True, monkeypatch)
     for i in (1, 3):  # the gradients
         assert np.array_equal(got[0][i], numba_path[0][0][i])

@@ -54,15 +54,17 @@ SERIAL_MIN_BODY = 25
 # Vectors per loop iteration, interleaved statement by statement: a long chain is one
 # dependency chain per element, and two independent ones hide each other's latency.
 STREAMS = 2
-# Statements per segment function (_Body._plan). One function holding a whole long body
-# is one basic block of thousands of instructions, and LLVM's register allocation and
-# instruction selection grow faster than linearly in that (forward of the N=400 chain:
-# LLVM 0.29 s at N=100, 0.71 s at N=400, the greedy allocator 0.03 -> 0.25 s). But a cut
-# costs run time (the values that cross it go through memory, and each segment call
-# spills the vector registers): W4's ~700-statement value_and_grad body ran 1.1-1.2x
-# slower cut every 96 or 400 statements, 0.8x the Numba loop whole. So only bodies
-# longer than W4's are cut.
-SEGMENT_OPS = 1000
+# Segment functions (_Body._plan). One function holding a whole long body is one basic
+# block of thousands of instructions, and LLVM's register allocation and instruction
+# selection grow faster than linearly in that (forward of the N=400 chain: LLVM 0.29 s at
+# N=100, 0.71 s at N=400, the greedy allocator 0.03 -> 0.25 s; the cold N=100 -> 200 ->
+# 400 CPU time grew +1.2 s, +3.0 s uncut). But a cut costs run time (the values that
+# cross it go through memory, and each segment call spills the vector registers): W4's
+# ~700-statement value_and_grad body ran 1.1-1.2x slower cut every 96 or 400 statements,
+# 0.8-1.0x the Numba loop whole. So only bodies over SEGMENT_MIN_BODY statements are cut,
+# into segments of SEGMENT_OPS.
+SEGMENT_MIN_BODY = 1000
+SEGMENT_OPS = 250
 
 _FLOATS = {"float64": 64, "float32": 32}
 
@@ -202,7 +204,8 @@ def build_spec(loop, fastmath=False):
     params = tuple(sorted(params))
     # The segment size and stream count are part of the spec (and so of the cache key):
     # the streams decide the order of a sum's additions.
-    return json.dumps([1, dtype.name, params, flags, nred, ops, SEGMENT_OPS, STREAMS],
+    return json.dumps([1, dtype.name, params, flags, nred, ops, SEGMENT_OPS, SEGMENT_MIN_BODY,
+                       STREAMS],
                       separators=(",", ":")), params
 
 
@@ -219,7 +222,8 @@ class _Body:
     """One body function in an LLVM module (see the module docstring)."""
 
     def __init__(self, module, spec, fname):
-        _, dtype, self.params, self.flags, self.nred, self.ops, self.seg, self.U = spec
+        (_, dtype, self.params, self.flags, self.nred, self.ops, self.seg, self.seg_min,
+         self.U) = spec
         self.bits = _FLOATS[dtype]
         self.ft = ir.DoubleType() if self.bits == 64 else ir.FloatType()
         self.W = _lanes(self.bits)
@@ -363,10 +367,11 @@ class _Body:
             defs[("pair", key)] = first
             last[("pair", key)] = second
         segments, start, work = [], 0, 0
-        fused = bool(self.flags)
+        n_work = sum(op[0] in ("op", "red", "st") for op in ops)
+        cut = not self.flags and n_work > self.seg_min
         for j, op in enumerate(ops):
             work += op[0] in ("op", "red", "st")
-            if not fused and work >= self.seg and j + 1 < len(ops):
+            if cut and work >= self.seg and j + 1 < len(ops):
                 segments.append((start, j + 1))
                 start, work = j + 1, 0
         segments.append((start, len(ops)))
