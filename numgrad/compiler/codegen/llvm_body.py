@@ -10,19 +10,20 @@ linked into the stage), Numba's front end 5 s (typing 2.1 s, lowering 1.6 s, byt
 string in the kernel source, so Numba's disk cache keys on it like any other source):
 
 - the loop walks ``STREAMS`` vectors of the machine's width per iteration, statement by
-  statement interleaved (as ``cpu._interleaved`` did with two element streams); the
-  last, partial block uses masked loads and stores, so every element goes through the
-  same instructions;
-- transcendentals call ``vmath_ir``'s outlined vector variants (one body per module), and
-  a sin and cos of one value call one ``sincos`` function whose two bodies LLVM merges
-  once per module (what inlining every pair bought at run time, without 200 inlined
-  copies to optimise);
-- every floating-point operation carries the kernel's flags (``contract``, ``reassoc``,
-  plus the fastmath ones) in the operand order Numba would give it, so elementwise
-  values are bit-identical to the Numba-lowered loop; a sum adds lane by lane into
-  per-stream vector accumulators and folds them in a fixed order (the same in both
-  tiers and for any thread count; it may differ from the old loop's order in the last
-  place, as any vectorised sum may).
+  statement interleaved (as ``KernelRenderer.interleave`` does with element streams);
+  the last, partial block uses masked loads and stores, so every element goes through
+  the same instructions;
+- each statement is its op's own scalar lowering from the registry (``op.scalar`` over
+  named operands and literals) evaluated on IR values: Python's operators emit the IR
+  instruction, helpers (``_Helpers`` and vmath_ir's transcendentals) their IR; anything
+  else leaves the loop to Numba. Transcendentals call vmath_ir's bodies at the one
+  vector width (the first INLINE_CALL_SITES sites inlined, as in Numba loops), and the
+  two members of a registry pair (sin and cos of one value) one function with both
+  bodies, which LLVM merges once per module;
+- the kernels carry no fast-math flags (unless fastmath=True), so elementwise values are
+  bit-identical to the Numba-lowered loop, also across segment cuts (SEGMENT_OPS); a sum
+  adds lane by lane into per-stream vector accumulators and folds them in a fixed order
+  (the same in both tiers and for any thread count; not radd's order).
 
 Numba sees only the stage shell: ``chunk_kernel(spec)`` is an intrinsic that defines the
 body function in the shell's LLVM module and calls it once per chunk.
