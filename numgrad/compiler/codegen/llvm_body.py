@@ -359,7 +359,9 @@ class _Body:
                     seen.setdefault((op[5][0], op[3][0]), {}).setdefault(op[5][1], j)
             elif op[0] in ("st", "red"):
                 last[op[2]] = j
-        pairs = {k: (d[0], d[1]) for k, d in seen.items() if len(d) == 2}
+        # (first, second) in program order: whichever of the pair comes first computes both
+        # (a cos before its sin read the pair's second value before it existed).
+        pairs = {k: tuple(sorted((d[0], d[1]))) for k, d in seen.items() if len(d) == 2}
         defs = {}     # value -> op index
         for j, op in enumerate(ops):
             if op[0] in ("ld", "op"):
