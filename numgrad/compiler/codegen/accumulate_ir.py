@@ -15,15 +15,23 @@ from numba import types
 from numba.extending import intrinsic
 
 
+_NUMERIC = (types.Float, types.Integer, types.Boolean)
+
+
 @intrinsic
 def radd(typingctx, acc, x):
-    """``acc + x``, reassociable (for reduction accumulators only)."""
-    if isinstance(acc, types.Float) and acc == x:
+    """``acc + x`` in ``acc``'s type, reassociable (for reduction accumulators only).
+    ``x`` is cast to that type first, as ``acc += x`` would (a count of bools is int64)."""
+    if not isinstance(x, _NUMERIC):
+        return None
+    if isinstance(acc, types.Float):
         def codegen(context, builder, sig, args):
-            return builder.fadd(args[0], args[1], flags=("reassoc",))
+            v = context.cast(builder, args[1], sig.args[1], sig.return_type)
+            return builder.fadd(args[0], v, flags=("reassoc",))
         return acc(acc, x), codegen
-    if isinstance(acc, types.Integer) and acc == x:
+    if isinstance(acc, types.Integer) and not isinstance(x, types.Float):
         def codegen_int(context, builder, sig, args):
-            return builder.add(args[0], args[1])
+            v = context.cast(builder, args[1], sig.args[1], sig.return_type)
+            return builder.add(args[0], v)
         return acc(acc, x), codegen_int
     return None
