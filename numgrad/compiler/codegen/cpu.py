@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from numgrad.compiler import progress as _progress
 from numgrad.compiler import schedule as _schedule
 from numgrad.compiler.codegen import cache as _cache
@@ -30,46 +28,17 @@ from numgrad.compiler.codegen import llvm_body as _llvm_body
 from numgrad.compiler.codegen import malloc as _malloc
 from numgrad.compiler.codegen import omp as _omp
 from numgrad.compiler.codegen.cpu_program import Program, cshape, first_line
+from numgrad.compiler.codegen.spelling import Spell
 from numgrad.compiler.pipeline import Options
 from numgrad.compiler.schedule import PARALLEL_CHUNKS, Alias, Kernel, Loop, Reduce
+from numgrad.compiler.schedule import _size
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
 
 
-def _size(shape):
-    return math.prod(shape) if shape else 1
-
-
 # --------------------------------------------------------------- spelling
-def _literal(value, dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return "True" if bool(value) else "False"
-    if dtype.kind in "iu":
-        return f"np.int64({int(value)})"
-    v = float(value)
-    if math.isnan(v):
-        return f"np.{dtype.name}(np.nan)"
-    if math.isinf(v):
-        return f"np.{dtype.name}({'' if v > 0 else '-'}np.inf)"
-    return f"np.{dtype.name}({v!r})"
-
-
-class Spell:
-    """How this backend spells typed literals and casts in a scalar lowering (the
-    registry's ``scalar(args, dtype, params, spell)``); NumPy's scalar types read the
-    same in ``numba.njit`` and ``numba.cuda.jit`` code."""
-
-    @staticmethod
-    def lit(value, dtype):
-        return _literal(value, dtype)
-
-    @staticmethod
-    def cast(expr, dtype):
-        return f"np.{np.dtype(dtype).name}({expr})"
-
-
-SPELL = Spell()
+# np.nan / np.inf: CPU kernels import NumPy.
+SPELL = Spell("np")
 
 
 def _nb_array_type(v):
@@ -546,7 +515,8 @@ def compile(graph, options=None):
     # threads; a kernel built before loads at once.
     par = any(k.parallel for k in kernels)
     tiered = par and options.parallel == "auto" and not (use_disk and _cache.is_built(source))
-    serial = header + "\n\n".join(render(sched, parallel=False, options=options)[0]) if tiered else source
+    serial = (header + "\n\n".join(render(sched, parallel=False, options=options)[0])
+              if tiered else source)
     if par and not tiered:
         _omp.tune()
     _progress.note(options.role, _cache.module_name(serial), [k.name for k in kernels])

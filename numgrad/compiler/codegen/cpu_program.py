@@ -11,6 +11,8 @@ import warnings
 
 import numpy as np
 
+from numgrad.compiler.schedule import cshape  # noqa: F401 (cpu.py imports it from here)
+
 _TIER_LOCK = threading.Lock()
 
 
@@ -18,11 +20,6 @@ def first_line(exc):
     """The first line of an exception's message, for a one-line warning."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def cshape(shape):
-    """The shape a value has inside a kernel: 0-d values are 1-element arrays."""
-    return tuple(shape) if shape else (1,)
 
 
 class Program:

@@ -20,9 +20,10 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
 - **host steps** the device can run itself: matmul (``blas`` in the registry: 1-d/2-d
   operands, or batches with equal batch dims or a 2-d right side) as a 16x16 tiled
   shared-memory kernel, which reads a transposed operand (``W.T`` of a linear layer)
-  from its source when only matmuls use the transpose (cuBLAS via nvmath-python is not used: it is no dependency here,
-  and the simulator could not test it); a one-input view op (``permute``, slicing...) as
-  a gather through an index map made by running the op's own impl on ``arange`` at
+  from its source when only matmuls use the transpose (cuBLAS via nvmath-python is not
+  used: it is no dependency here, and the simulator could not test it); a one-input
+  view op (``permute``, slicing...) as a gather through an index map made by running
+  the op's own impl on ``arange`` at
   render time. Everything else runs on the host: the op's NumPy impl on a host copy,
   copied back; a hook (``effects``: calls_user) gets the gradient as a CUDA tensor.
 - **layout aliases** (reshape) cost nothing: every value is a C-ordered flat buffer.
@@ -34,23 +35,19 @@ process is listed in ``RENDERED`` (name, source, Numba signature) for the PTX te
 """
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
 
 from numgrad.compiler import cuda_device
 from numgrad.compiler import schedule as _schedule
-from numgrad.compiler.schedule import Alias, HostStep, Loop, Reduce
+from numgrad.compiler.codegen.spelling import Spell
+from numgrad.compiler.schedule import Alias, HostStep, Loop, Reduce, _size
 
 TILE = 16
 _TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
 # Rendered kernels, by (name, source): (kernel name, source, Numba signature).
 RENDERED = {}
-
-
-def _size(shape):
-    return math.prod(shape) if shape else 1
 
 
 def _cstrides(shape):
@@ -61,33 +58,8 @@ def _cstrides(shape):
     return list(reversed(out))
 
 
-def literal(value, dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return "True" if bool(value) else "False"
-    if dtype.kind in "iu":
-        return f"np.int64({int(value)})"
-    v = float(value)
-    if math.isnan(v):
-        return f"np.{dtype.name}(math.nan)"
-    if math.isinf(v):
-        return f"np.{dtype.name}({'' if v > 0 else '-'}math.inf)"
-    return f"np.{dtype.name}({v!r})"
-
-
-class Spell:
-    """Typed literals and casts for the registry's scalar lowerings, in CUDA source."""
-
-    @staticmethod
-    def lit(value, dtype):
-        return literal(value, dtype)
-
-    @staticmethod
-    def cast(expr, dtype):
-        return f"np.{np.dtype(dtype).name}({expr})"
-
-
-SPELL = Spell()
+# math.nan / math.inf in CUDA kernels.
+SPELL = Spell("math")
 
 
 def _arr(dt):
