@@ -26,7 +26,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from numgrad.compiler.codegen import vmath_ir as vmath
+from numgrad.compiler.codegen import vmath_numba as vmath
+from numgrad.compiler.codegen.vmath_ir import TEMPLATES
 
 FM = {"contract", "arcp", "nsz"}  # no nnan/ninf: vmath relies on inf/nan
 
@@ -145,7 +146,7 @@ def vector_width(dispatcher):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="*", default=list(vmath.TEMPLATES))
+    ap.add_argument("names", nargs="*", default=list(TEMPLATES))
     ap.add_argument("-n", "--repeat", type=int, default=15)
     ap.add_argument("--size", type=int, default=1_000_000)
     args = ap.parse_args()

@@ -9,7 +9,8 @@ Room: compiler. A plan (``runtime.Plan``) runs these stages, in this order::
     passes     passes.optimize       fold, transpose, cse, dce (Graph -> Graph)
     schedule   schedule.build        a graph -> the fusion plan (Schedule)
     render     codegen.<backend>     a Schedule -> source text
-    compile    codegen.cache         source -> a module (Numba; disk cache)
+    compile    codegen.cache         source -> a module (Numba; disk cache), or
+               codegen.llvm_kernel   the schedule -> object code (llvmlite; disk cache)
     load       codegen.cpu_program   the module's kernels + host steps -> a Program
 
 ``lower`` runs every stage after the trace, in this order; ``Options`` is every knob

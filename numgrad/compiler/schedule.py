@@ -280,6 +280,7 @@ class Kernel:
     extents: list = field(default_factory=list)  # generic: (extent, input Var, dim), in order
     name: str | None = None
     fn: object = None   # the loaded function (set by the backend)
+    ir_specs: dict = field(default_factory=dict)  # loop index -> llvm_body spec (codegen.cpu)
 
     @property
     def parallel(self):

@@ -44,8 +44,8 @@ from .numba_load import light_cache_loads
 # cache needs that), and another thread must not take it from there half-made.
 _LOAD_LOCK = threading.RLock()
 
-_HELPER_FILES = ("scalar.py", "scalar_vec.py", "vmath_ir.py", "llvm_attrs.py", "arrays_ir.py",
-                 "accumulate_ir.py", "llvm_body.py")
+_HELPER_FILES = ("scalar.py", "scalar_vec.py", "vmath_ir.py", "vmath_numba.py", "llvm_attrs.py",
+                 "arrays_ir.py", "accumulate_ir.py", "llvm_body.py", "llvm_kernel.py")
 PREFIX = "numgrad_kernels_"
 DEFAULT_MAX_MB = 1024
 _NUMBA_SUBDIR = "__pycache__"
@@ -150,15 +150,27 @@ def disk() -> DiskCache:
             dc = _DIRS.get(d)
             if dc is None:
                 dc = _open_dir(d)
-                if dc.mode != "off" and not _install_numba_hooks():
-                    dc = DiskCache(d, "off", "this Numba lacks the cache internals numgrad "
-                                             "verifies its files through")
                 if dc.mode == "off":
                     _warn_once(f"numgrad refused its kernel cache {d}: {dc.reason}; "
                                "compiling kernels in memory (no disk cache) in this process")
-                else:
-                    _ACTIVE.add(dc.numba_dir)
                 _DIRS[d] = dc
+    return dc
+
+
+def _numba_disk() -> DiskCache:
+    """``disk()`` for Numba's files: their reads and writes verified (``_install_numba_hooks``,
+    which imports Numba, so only here and not for ``llvm_kernel``'s object files)."""
+    dc = disk()
+    if dc.mode != "off" and dc.numba_dir not in _ACTIVE:
+        with _LOAD_LOCK:
+            if not _install_numba_hooks():
+                dc = DiskCache(dc.path, "off", "this Numba lacks the cache internals "
+                                               "numgrad verifies its files through")
+                _warn_once(f"numgrad refused its kernel cache {dc.path}: {dc.reason}; "
+                           "compiling kernels in memory (no disk cache) in this process")
+                _DIRS[configured_dir()] = dc
+            else:
+                _ACTIVE.add(dc.numba_dir)
     return dc
 
 
@@ -203,7 +215,7 @@ def load_module(source: str, verbose=False, use_disk=True):
         mod = sys.modules.get(name)
         if mod is not None:
             return mod, False
-        dc = disk() if use_disk else None
+        dc = _numba_disk() if use_disk else None
         if dc is None or dc.mode == "off":
             return _in_memory(name, source, verbose), False
         if dc.mode == "ro":
@@ -290,6 +302,47 @@ def _load_from_disk(dc, name, source, verbose, store):
     return mod, _disk_hits(mod) > 0
 
 
+# ------------------------------------------------------------ object code
+# codegen.llvm_kernel's compiled kernels: <name>.o beside <name>.manifest, which holds
+# the object's SHA-256. Both are written atomically, the manifest last; the bytes are
+# handed to the JIT linker only if they hash to what a trusted manifest says.
+def load_object(name):
+    """The object code stored as ``name``, verified, or None (a miss)."""
+    dc = disk()
+    if dc.mode == "off":
+        return None
+    manifest = _trusted_json(os.path.join(dc.path, name + ".manifest"))
+    digest = manifest.get("object") if manifest else None
+    if not isinstance(digest, str):
+        return None
+    path = os.path.join(dc.path, name + ".o")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() != digest:
+        _refused(f"{path}: its content hash does not match the manifest; compiled again")
+        return None
+    _touch(os.path.join(dc.path, name + ".manifest"))
+    return data
+
+
+def store_object(name, data):
+    """Store object code as ``name`` (quietly nothing if the cache is off or read-only)."""
+    dc = disk()
+    if dc.mode != "rw":
+        return
+    try:
+        _write_atomic(os.path.join(dc.path, name + ".o"), data)
+        _write_atomic(os.path.join(dc.path, name + ".manifest"), json.dumps(
+            {"version": 1, "object": hashlib.sha256(data).hexdigest()}).encode())
+    except OSError:
+        return
+    evict(dc, keep={name} | {n for n in sys.modules if n.startswith(PREFIX)})
+
+
 class _Unwritable(Exception):
     pass
 
@@ -351,7 +404,7 @@ def _touch(path):
 
 
 def _entry_files(dc, name):
-    out = [os.path.join(dc.path, name + ext) for ext in (".py", ".manifest", ".built")]
+    out = [os.path.join(dc.path, name + ext) for ext in (".py", ".manifest", ".built", ".o")]
     try:
         out += [os.path.join(dc.numba_dir, f) for f in os.listdir(dc.numba_dir)
                 if f.startswith(name + ".")]
@@ -375,21 +428,30 @@ _DIRTY = set()   # (numba_dir, module name) whose Numba files this process wrote
 _REFUSED = []    # (path, why) refused during the current import
 
 
-def _read_manifest(dc, name):
-    path = os.path.join(dc.path, name + ".manifest")
+def _trusted_json(path):
+    """The JSON object in ``path`` if it is a regular file that only its owner (this user
+    or root) can write, else None (one warning when it is there but not trusted)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
-        return
+        return None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode) or not _trusted_owner(st) or st.st_mode & 0o022:
             _refused(f"{path} is not a regular file only its owner can write; ignored")
-            return
+            return None
         try:
-            files = json.loads(f.read().decode("utf-8"))["files"]
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            return
+            out = json.loads(f.read().decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return None
+    return out if isinstance(out, dict) else None
+
+
+def _read_manifest(dc, name):
+    manifest = _trusted_json(os.path.join(dc.path, name + ".manifest"))
+    files = manifest.get("files") if manifest else None
+    if not isinstance(files, dict):
+        return
     for base, digest in files.items():
         if os.sep not in base and base.startswith(name + ".") and isinstance(digest, str):
             _EXPECTED[os.path.join(dc.numba_dir, base)] = digest

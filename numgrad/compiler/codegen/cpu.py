@@ -16,6 +16,11 @@ function (interleaved element streams, in a module of its own). With
 ``parallel="auto"`` and a cold cache, the first call runs the serial tier (the same
 source rendered with ``parallel=False``); the second compiles the prange tier. Fixed
 chunks make both tiers, and any thread count, give the same bits.
+
+A schedule whose every loop can be an ``llvm_body`` body skips Numba: ``llvm_kernel``
+builds its kernels with llvmlite (serial at the first call, on Numba's threading layer
+from the second, no compile between), and the Numba source rendered here is what
+``compiled.source`` shows for it.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from numgrad.compiler import progress as _progress
 from numgrad.compiler import schedule as _schedule
 from numgrad.compiler.codegen import cache as _cache
 from numgrad.compiler.codegen import llvm_body as _llvm_body
+from numgrad.compiler.codegen import llvm_kernel as _llvm_kernel
 from numgrad.compiler.codegen import malloc as _malloc
 from numgrad.compiler.codegen import omp as _omp
 from numgrad.compiler.codegen.cpu_program import Program, cshape, first_line
@@ -261,6 +267,8 @@ class KernelRenderer:
                                   for k in range(streams)]
         params = sorted(self.used | ext.used)
         self.lines = head
+        if spec:
+            self.k.ir_specs[L.index] = spec
         if chunk:
             self.chunks(L, bodies, params, chunks, size, outer, prange, outline, spec)
         elif spec:  # a serial loop: the IR body over all of it, in one call
@@ -499,14 +507,8 @@ def compile(graph, options=None):
         # each tier would compile its own machine code for them, the most expensive part
         # of a long chain (W4's prange tier: 3.8 s with its own copy, 1.1 s importing).
         chunk_source = header + "\n\n".join(src for _, src in chunk_fns)
-        try:
-            chunk_module, _ = _cache.load_module(chunk_source, verbose=verbose,
-                                                 use_disk=use_disk)
-        except Exception as exc:
-            return _fallback(sched.graph, options, chunk_source, exc)
-        header += (f"from {chunk_module.__name__} import "
+        header += (f"from {_cache.module_name(chunk_source)} import "
                    f"{', '.join(name for name, _ in chunk_fns)}\n\n")
-        chunk_source += "\n\n"
     source = header + "\n\n".join(srcs)
     # Tiered compile: parallel=True costs Numba ~0.3 s more per kernel (its parfors
     # passes), so with parallel="auto" a cold cache first gets the serial tier (prange
@@ -514,26 +516,58 @@ def compile(graph, options=None):
     # compiles the prange tier at its second call. A call made once never pays for
     # threads; a kernel built before loads at once.
     par = any(k.parallel for k in kernels)
-    tiered = par and options.parallel == "auto" and not (use_disk and _cache.is_built(source))
+    built = use_disk and _cache.is_built(source)
+    tiered = par and options.parallel == "auto" and not built
+    sources = (chunk_source, source) if chunk_fns else (source,)
+    upgrade = prange_tier(sources, verbose, use_disk) if tiered else None
+    if kernels and (tiered or not par or options.parallel is True):
+        # Without Numba where every loop can be an llvm_body body (codegen.llvm_kernel):
+        # serial kernels, which go multi-threaded at the second call (at once with
+        # parallel=True) on Numba's threading layer, without a compile.
+        prog = _llvm_kernel.program(sched, _steps(sched), options, "\n\n".join(sources))
+        if prog is not None:
+            return prog
     serial = (header + "\n\n".join(render(sched, parallel=False, options=options)[0])
               if tiered else source)
     if par and not tiered:
         _omp.tune()
-    _progress.note(options.role, _cache.module_name(serial), [k.name for k in kernels])
     try:
+        if chunk_fns:
+            _cache.load_module(chunk_source, verbose=verbose, use_disk=use_disk)
+        _progress.note(options.role, _cache.module_name(serial), [k.name for k in kernels])
         module, disk_hit = _cache.load_module(serial, verbose=verbose, use_disk=use_disk)
     except Exception as exc:  # a codegen gap must never reach the user as a Numba traceback
-        return _fallback(sched.graph, options, source, exc)
+        return _fallback(sched.graph, options, "\n\n".join(sources), exc)
     for k in kernels:
         k.fn = getattr(module, k.name)
     if not kernels:
         disk_hit = False
-    steps = [("kernel", s) if isinstance(s, Kernel) else ("python", s.eqn) for s in sched.steps]
-    prog = Program(sched.graph, steps, module, chunk_source + source, disk_hit,
-                   upgrade=(source, verbose, use_disk) if tiered else None)
+    prog = Program(sched.graph, _steps(sched), module, "\n\n".join(sources), disk_hit,
+                   upgrade)
     prog.schedule = sched
-    prog.modules = (module.__name__,) + ((chunk_module.__name__,) if chunk_fns else ())
+    prog.modules = (module.__name__,) + ((_cache.module_name(chunk_source),) if chunk_fns else ())
     return prog
+
+
+def prange_tier(sources, verbose, use_disk):
+    """The upgrade (cpu_program.Program) to the prange kernels of ``sources`` (the chunk
+    functions' module first, if any; the kernels' module last)."""
+    def upgrade(prog):
+        _omp.tune()
+        if verbose:
+            print("[numgrad.jit] second call: compiling the multi-threaded (prange) tier")
+        for source in sources:
+            module, _ = _cache.load_module(source, verbose=verbose, use_disk=use_disk)
+        for kind, st in prog.steps:
+            if kind == "kernel":
+                st.fn = getattr(module, st.name)
+        prog.module = module
+        prog.modules = tuple(_cache.module_name(s) for s in reversed(sources))
+    return upgrade
+
+
+def _steps(sched):
+    return [("kernel", s) if isinstance(s, Kernel) else ("python", s.eqn) for s in sched.steps]
 
 
 def _fallback(graph, options, source, exc):

@@ -38,7 +38,8 @@ class Program:
         # array (the engine's cached ones), so copy those once here.
         self._consts = [(v, _ready(np.ascontiguousarray(a.reshape(cshape(a.shape)))))
                         for v, a in graph.consts.items()]
-        # (source, verbose, use_disk) of the prange tier, compiled at the second call (codegen.cpu).
+        # upgrade(program): the backend's switch to its multi-threaded kernels, made at
+        # the second call (codegen.cpu.prange_tier, codegen.llvm_kernel.threads_tier).
         self._upgrade = upgrade
         self._calls = 0
         self.modules = ()  # names of the kernel modules it runs (set by codegen.cpu)
@@ -79,26 +80,15 @@ class Program:
         with _TIER_LOCK:
             if self._upgrade is None:
                 return
-            source, verbose, use_disk = self._upgrade
-            from numgrad.compiler.codegen import cache, omp
-            omp.tune()
-            if verbose:
-                print("[numgrad.jit] second call: compiling the multi-threaded (prange) tier")
+            upgrade, self._upgrade = self._upgrade, None
             try:
-                module, _ = cache.load_module(source, verbose=verbose, use_disk=use_disk)
+                upgrade(self)
             except Exception as exc:  # keep the serial kernels, which work
                 warnings.warn(f"numgrad could not compile the multi-threaded kernels "
                               f"({first_line(exc)}); "
                               "staying with the serial ones", RuntimeWarning, stacklevel=4)
-                self._upgrade = None
                 return
-            for kind, st in self.steps:
-                if kind == "kernel":
-                    st.fn = getattr(module, st.name)
-            self.module = module
-            self.modules = (module.__name__,) + tuple(self.modules[1:])
             self._bind()
-            self._upgrade = None
 
     def __call__(self, arrays):
         if self._upgrade is not None:

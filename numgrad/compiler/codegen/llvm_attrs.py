@@ -1,7 +1,8 @@
 """codegen.llvm_attrs: LLVM function attributes that Numba has no option for.
 
-Room: compiler. Two things a generated kernel wants from LLVM that ``@njit`` cannot
-say:
+Room: compiler. (No Numba import here: the IR modules use it, and ``llvm_kernel``
+builds kernels without Numba; ``noalias_args`` lives with the kernel helpers, in
+``scalar``.) Two things a generated kernel wants from LLVM that ``@njit`` cannot say:
 
 * ``"prefer-vector-width"="512"`` on functions that call the vector math
   (``vmath_ir`` tags its callers while lowering them);
@@ -16,12 +17,8 @@ say:
 """
 from __future__ import annotations
 
-import re
-
 from llvmlite import ir
 from llvmlite.ir.values import FunctionAttributes
-from numba import types
-from numba.extending import intrinsic
 
 
 class AttrsWithStrings(FunctionAttributes):
@@ -48,17 +45,7 @@ def add_string_attribute(fn, text):
         attrs.extra = tuple(attrs.extra) + (text,)
 
 
-# Numba passes an array as (meminfo, parent, nitems, itemsize, data, shape..., strides...);
-# field 4 is the data pointer. Generated loop functions name their arrays f_<name>.
-_DATA_ARG = re.compile(r"^arg\.f_[a-z]+\.4$")
-
-
-@intrinsic
-def noalias_args(typingctx):
-    """Mark the data pointers of the calling function's f_* array arguments noalias."""
-    def codegen(context, builder, signature, args):
-        for a in builder.function.args:
-            if _DATA_ARG.match(a.name) and isinstance(a.type, ir.PointerType):
-                a.add_attribute("noalias")
-        return context.get_dummy_value()
-    return types.none(), codegen
+def declare(module, fnty, name):
+    """The function ``name`` of ``module``, declared with ``fnty`` if it is not there yet."""
+    fn = module.globals.get(name)
+    return fn if fn is not None else ir.Function(module, fnty, name)

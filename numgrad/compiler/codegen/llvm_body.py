@@ -37,12 +37,9 @@ import re
 
 import numpy as np
 from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 from numgrad.compiler.codegen import vmath_ir as _vm
-from numgrad.compiler.codegen.llvm_attrs import add_string_attribute
+from numgrad.compiler.codegen.llvm_attrs import add_string_attribute, declare
 
 # Render long flat chunk bodies here (False: the Numba chunk functions, for comparison).
 ENABLED = True
@@ -255,11 +252,11 @@ class _Body:
         mt = ir.VectorType(ir.IntType(1), self.W)
         sfx = f"v{self.W}f{self.bits}"
         if kind == "load":
-            f = cgutils.get_or_insert_function(
+            f = declare(
                 self.module, ir.FunctionType(self.vt, [vp.type, i32, mt, self.vt]),
                 f"llvm.masked.load.{sfx}.p0")
             return b.call(f, [vp, align, mask, ir.Constant(self.vt, None)])
-        f = cgutils.get_or_insert_function(
+        f = declare(
             self.module, ir.FunctionType(ir.VoidType(), [self.vt, vp.type, i32, mt]),
             f"llvm.masked.store.{sfx}.p0")
         return b.call(f, [value, vp, align, mask])
@@ -332,7 +329,7 @@ class _Body:
         return eval(expr, {"__builtins__": {}}, ns).v  # checked by _renders
 
     def intrinsic(self, name, x):
-        f = cgutils.get_or_insert_function(
+        f = declare(
             self.module, ir.FunctionType(self.vt, [self.vt]),
             f"{name}.v{self.W}f{self.bits}")
         return self.b.call(f, [x])
@@ -632,6 +629,8 @@ def chunk_kernel(spec_text):
     fn = _KERNELS.get(spec_text)
     if fn is not None:
         return fn
+    from numba import types  # here: llvm_kernel builds bodies without Numba
+    from numba.extending import intrinsic
     spec = json.loads(spec_text)
     fname = "numgrad_body_" + hashlib.sha256(spec_text.encode()).hexdigest()[:16]
     nred = spec[4]

@@ -7,13 +7,32 @@ which swaps in vectorisable transcendentals). Every helper is inlined.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from numgrad.compiler.codegen.accumulate_ir import radd  # noqa: F401 (kernels call it)
 from numgrad.compiler.codegen.arrays_ir import alloc, full, view  # noqa: F401 (kernels call them)
-from numgrad.compiler.codegen.llvm_attrs import noalias_args  # noqa: F401 (kernels call it)
+
+# noalias_args (why: codegen.llvm_attrs). Numba passes an array as (meminfo, parent,
+# nitems, itemsize, data, shape..., strides...); field 4 is the data pointer. Generated
+# loop functions name their arrays f_<name>.
+_DATA_ARG = re.compile(r"^arg\.f_[a-z]+\.4$")
+
+
+@intrinsic
+def noalias_args(typingctx):
+    """Mark the data pointers of the calling function's f_* array arguments noalias."""
+    def codegen(context, builder, signature, args):
+        for a in builder.function.args:
+            if _DATA_ARG.match(a.name) and isinstance(a.type, ir.PointerType):
+                a.add_attribute("noalias")
+        return context.get_dummy_value()
+    return types.none(), codegen
+
 
 # Plain libm versions, used when ``ng.jit(vector_math=False)``; ``scalar_vec`` replaces
 # them with ``vmath_ir``'s vectorisable polynomials (the default).

@@ -2,9 +2,10 @@
 
 Room: compiler. A kernel that imports from here keeps its loops SIMD through
 exp/log/tanh/sigmoid/sin/cos (about 1-2 ns per float64 element instead of 4-18 ns
-of scalar libm). ``vmath_ir`` emits each function as LLVM IR (an intrinsic), so a
-call site costs milliseconds of compile time, like ``math.exp``.
+of scalar libm). ``vmath_ir`` emits each function as LLVM IR (``vmath_numba`` makes
+them callable from Numba), so a call site costs milliseconds of compile time, like
+``math.exp``.
 """
 from numgrad.compiler.codegen.scalar import *  # noqa: F401,F403
-from numgrad.compiler.codegen.vmath_ir import (  # noqa: F401
+from numgrad.compiler.codegen.vmath_numba import (  # noqa: F401
     exp, log, tanh, sigmoid, sin, cos, sin_paired, cos_paired)

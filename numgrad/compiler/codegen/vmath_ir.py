@@ -44,12 +44,9 @@ variant once per vector, and that returns at once unless some lane is huge.
 
 Usage
 -----
-``exp, expm1, log, tanh, sigmoid, sin, cos`` are plain Python functions with
-Numba typing/lowering registered (like ``math.exp``).  In ``njit`` code the
-type decides at typing time: float32 in -> float32 out (float32 arithmetic for
-exp/expm1/log/tanh/sigmoid; sin/cos reduce in float64 and round once), float64,
-integers and booleans -> float64.  Called from Python they run a small
-compiled wrapper (compiled on first use), so results are bit-identical.
+``vmath_numba`` registers ``exp, expm1, log, tanh, sigmoid, sin, cos`` with Numba
+(typing and lowering, like ``math.exp``); ``llvm_body`` and ``llvm_kernel`` call the
+bodies from IR. This module imports no Numba.
 """
 
 from __future__ import annotations
@@ -58,14 +55,10 @@ import weakref
 
 import numpy as np
 from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import lower_builtin, type_callable
 
-from numgrad.compiler.codegen.llvm_attrs import AttrsWithStrings, add_string_attribute
+from numgrad.compiler.codegen.llvm_attrs import AttrsWithStrings, add_string_attribute, declare
 
-__all__ = ["exp", "expm1", "log", "tanh", "sigmoid", "sin", "cos", "sin_paired", "cos_paired",
-           "TEMPLATES"]
+__all__ = ["TEMPLATES", "PREFER_VECTOR_WIDTH", "INLINE_CALL_SITES"]
 
 # op name -> name of the function in this module (for code generators).
 TEMPLATES = {
@@ -126,7 +119,7 @@ class _E:
 
     # -- intrinsics ------------------------------------------------------------
     def _intr(self, name, args):
-        fn = cgutils.get_or_insert_function(
+        fn = declare(
             self.b.module, ir.FunctionType(self.ft, [self.ft] * len(args)),
             "%s.%s" % (name, self.suffix))
         return _V(self, self.b.call(fn, [self.v(a) for a in args]))
@@ -319,7 +312,7 @@ def _slow_fn(module, libname):
     if fn is not None:
         return fn
     fnty = ir.FunctionType(lt, [lt])
-    libfn = cgutils.get_or_insert_function(module, fnty, libname)
+    libfn = declare(module, fnty, libname)
     fn = ir.Function(module, fnty, name)
     # weak_odr, not linkonce_odr/internal: Numba optimises each module before
     # linking and would drop the (so far unreferenced) vector variants, which
@@ -716,21 +709,6 @@ def _get_function(module, name, bits):
     return _get_outlined(module, name, bits)
 
 
-# ---------------------------------------------------------------------------
-# Public functions: Numba typing + lowering, Python fallback.
-# ---------------------------------------------------------------------------
-
-_NUMERIC = (types.Float, types.Integer, types.Boolean)
-
-
-def _result_type(x):
-    if isinstance(x, types.Float) and x.bitwidth == 32:
-        return types.float32
-    if isinstance(x, _NUMERIC):
-        return types.float64
-    return None
-
-
 # Functions that call these get "prefer-vector-width"="512".  LLVM's default
 # tuning for AVX-512 Xeons (prefer-256-bit) halves the lanes to avoid the clock
 # drop of wide FP units; for these polynomial bodies the doubled lanes win
@@ -744,65 +722,3 @@ PREFER_VECTOR_WIDTH = "512"
 
 def _prefer_wide_vectors(fn):
     add_string_attribute(fn, '"prefer-vector-width"="%s"' % PREFER_VECTOR_WIDTH)
-
-
-_PY_KERNELS = {}
-
-
-def _python_call(name, x):
-    k = _PY_KERNELS.get(name)
-    if k is None:
-        from numba import njit
-
-        fn = globals()[name]
-        k = _PY_KERNELS[name] = njit(lambda v: fn(v))
-    return k(x)
-
-
-def _make_public(name, doc, inline=False):
-    """The public function `name` (or, inline=True, `name`_paired: every call site gets
-    the inlined body, see sin_paired)."""
-    public = name + "_paired" if inline else name
-
-    def fn(x):
-        return _python_call(name, x)
-
-    fn.__name__ = fn.__qualname__ = public
-    fn.__doc__ = doc
-    fn.__module__ = __name__
-
-    @type_callable(fn)
-    def _typer(context):
-        def typer(x):
-            return _result_type(x)
-
-        return typer
-
-    def _lower(context, builder, sig, args):
-        rt = sig.return_type
-        val = context.cast(builder, args[0], sig.args[0], rt)
-        if inline:
-            f = _get_inline(builder.module, name, rt.bitwidth)
-        else:
-            f = _get_function(builder.module, name, rt.bitwidth)
-        _prefer_wide_vectors(builder.function)
-        return builder.call(f, [val])
-
-    for t in _NUMERIC:
-        lower_builtin(fn, t)(_lower)
-    return fn
-
-
-exp = _make_public("exp", "e**x; within 1 ulp.  Overflow -> inf, underflow -> 0 (gradually).")
-expm1 = _make_public("expm1", "e**x - 1 without cancellation near 0.")
-log = _make_public("log", "Natural log; log(0) = -inf, log(x<0) = nan, subnormals handled.")
-tanh = _make_public("tanh", "Hyperbolic tangent; saturates to +-1 exactly.")
-sigmoid = _make_public("sigmoid", "Logistic 1/(1+e**-x), accurate in both tails.")
-sin = _make_public("sin", "sin(x); |x| > 2**40 goes to libm (loop stays vectorised).")
-cos = _make_public("cos", "cos(x); |x| > 2**40 goes to libm (loop stays vectorised).")
-# sin and cos of one argument, in one loop (a forward sin and its backward cos): both
-# bodies inlined, LLVM merges their common work (the range reduction and both
-# polynomials; only the quadrant select differs), so the pair costs about one call.
-# Outlined calls would each do all of it. The emitter picks these for such pairs.
-sin_paired = _make_public("sin", "sin(x), body always inlined (for sin/cos pairs).", True)
-cos_paired = _make_public("cos", "cos(x), body always inlined (for sin/cos pairs).", True)
