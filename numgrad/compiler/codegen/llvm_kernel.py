@@ -18,11 +18,13 @@ path is off). One ctypes call with one argument per kernel call: ``.ctypes.data`
 dtype, size and layout of every input, as Numba's dispatcher would, so a wrong array
 is a TypeError, never a stray write.
 
-Where it is used (``codegen.cpu.compile``): the first tier of a plan whose kernels all
-qualify (``plan_kernel``), unless the final kernels are already in Numba's disk cache.
-A plan whose loops run serially keeps it; one with parallel loops compiles its prange
-tier with Numba at the second call, as before. The bodies are the same IR in both (no
-fast-math flags, the same chunking and sum order), so both tiers give the same bits.
+Where it is used (``codegen.cpu.compile``, ``program``): a plan with long loops (an
+``llvm_body`` body each) whose kernels all qualify (``plan_kernel``), unless its prange
+kernels are in Numba's disk cache already. Parallel loops run serially at the first
+call and on Numba's threading layer from the second (its ``parallel_for``, as parfors
+call it; importing that module is all it costs): the same chunks, each chunk's sums in
+its own slot, added in chunk order, so the bits are those of Numba's kernels in both
+tiers and on any number of threads (no fast-math flags, the same body IR).
 
 Disk cache: the object code goes to the kernel cache (``cache.store_object`` /
 ``cache.load_object``: written atomically, its SHA-256 in a manifest this process
@@ -99,16 +101,16 @@ def plan_kernel(kernel, specs, fastmath=False):
             return None
         spec = specs.get(b.index)
         if spec is None:
-            # A loop Numba renders itself (short): the same IR gives the same elementwise
-            # bits, but a sum would add in another order.
-            if b.full_reductions:
+            # A short loop Numba renders itself, beside long ones: the same IR gives the
+            # same elementwise bits, but a sum would add in another order; and a light
+            # body runs ~10% slower as IR than Numba's vectorised loop (masked vector
+            # loads), which only a serial loop of little work can afford.
+            if b.full_reductions or b.parallel:
                 return None
             spec = _llvm_body.build_spec(b, fastmath)
             if spec is None:
                 return None
-            chunked = False
-        else:
-            chunked = b.chunked
+        chunked, size, nchunks = b.chunked, b.chunk_size, b.chunks
         for a in b.allocs:
             buffer(a.var, a.fill)
         text, names = spec
@@ -134,12 +136,11 @@ def plan_kernel(kernel, specs, fastmath=False):
             reds.append((r.identity.value, _size(b.shape) if r.mean else None))
             buffer(r.out)
             reds[-1] += (where[r.out],)
-        chunks = ([(c * b.chunk_size, min(b.chunk_size, b.outer - c * b.chunk_size))
-                   for c in range(b.chunks)] if chunked else [(0, b.outer)])
+        chunks = ([(c * size, min(size, b.outer - c * size)) for c in range(nchunks)]
+                  if chunked else [(0, b.outer)])
         steps.append({"spec": text, "dtype": spec[1], "hoisted": hoisted, "args": args,
                       "chunks": chunks, "reds": reds, "summed": chunked,
-                      "parallel": chunked and b.parallel, "size": b.chunk_size,
-                      "outer": b.outer})
+                      "parallel": chunked and b.parallel, "size": size, "outer": b.outer})
     outs = []
     for v in kernel.outputs:
         if v in kernel.literals:
@@ -499,12 +500,15 @@ def _bad(name, a, dtype, n):
 # ------------------------------------------------------------------ the program
 def program(sched, steps, options, source):
     """``sched``'s Program with llvmlite-built kernels, or None where a kernel does not
-    qualify (``plan_kernel``) or fastmath is on (Numba's fast flags on the shell's sums
-    would let the bits differ from its kernels'). ``source``: the Numba source of the
+    qualify (``plan_kernel``), no loop is long enough for an llvm_body body (Numba's
+    loops then compile fast and run a light body faster) or fastmath is on (Numba's
+    fast flags on the shell's sums would let the bits differ from its kernels').
+    ``source``: the Numba source of the
     same plan (what ``compiled.source`` shows). Kernels with parallel loops run serially
     at the first call and on threads from the second (``options.parallel=True``: from
     the first)."""
-    if not ENABLED or OFFSETS is None or options.fastmath:
+    if (not ENABLED or OFFSETS is None or options.fastmath
+            or not any(k.ir_specs for k in sched.kernels)):  # nothing long: Numba's own
         return None
     descs = []
     for k in sched.kernels:
