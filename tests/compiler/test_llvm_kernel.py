@@ -158,3 +158,66 @@ def test_objects_on_disk_are_verified_before_they_are_linked(tmp_path):
     assert loose["disk_hits"] == 1
     assert any("only its owner can write" in w for w in loose["warnings"])
     assert loose["value"] == cold["value"] and loose["grad"] == cold["grad"]
+
+
+# The ops llvm_body writes as IR, forward and backward (a comparison's bool mask, as in
+# maximum's or relu's gradient, leaves the loop to Numba).
+UNARY = ["ng.exp(-({x}) * ({x}))", "ng.tanh({x})", "ng.sin({x})", "ng.cos({x})",
+         "ng.sigmoid({x})", "(-{x})", "ng.sqrt({x} * {x} + 1.0)", "ng.log({x} * {x} + 1.0)",
+         "({x} * {x})"]
+BINARY = ["({x} + {y})", "({x} - {y})", "({x} * {y})", "({x} / ({y} * {y} + 0.5))",
+          "({x} * 1.5 - {y} * 0.25)"]
+
+
+def _random_program(seed, steps):
+    """A random long elementwise program of a and b, then a sum or a mean."""
+    r = np.random.default_rng(seed)
+    vals = ["a", "b"]
+    lines = []
+    for i in range(steps):
+        if r.random() < 0.5:
+            expr = UNARY[r.integers(len(UNARY))].format(x=vals[r.integers(len(vals))])
+        else:
+            x, y = (vals[r.integers(len(vals))] for _ in range(2))
+            expr = BINARY[r.integers(len(BINARY))].format(x=x, y=y)
+        lines.append(f"    t{i} = {expr}")
+        vals.append(f"t{i}")
+    red = "mean" if r.random() < 0.5 else "sum"
+    live = " + ".join(vals[-4:] + [vals[len(vals) // 2]])  # most of it stays live
+    src = "def prog(a, b):\n" + "\n".join(lines) + f"\n    return ({live}).{red}()\n"
+    ns = {"ng": ng}
+    exec(src, ns)  # noqa: S102 (a program written above)
+    return ns["prog"], src
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("NG_LLVM_KERNEL_SEEDS", "4"))))
+def test_random_long_programs_give_numbas_bits(seed, monkeypatch):
+    """Random long elementwise programs (the loops llvm_kernel takes), with inputs holding
+    +-inf, NaN, +-0, subnormals and huge values: value and gradients through the
+    llvmlite kernels, serially and on threads, have the bits of the Numba kernels."""
+    prog, src = _random_program(seed, 14 + 4 * seed)
+    r = np.random.default_rng(100 + seed)
+    n = (37, 1003)[seed % 2]
+    dtype = ("float64", "float32")[seed // 2 % 2]
+    a = (r.standard_normal(n) * 3).astype(dtype)
+    b = (r.standard_normal(n) * 3).astype(dtype)
+    a[:8] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, 3e38, 2.0 ** 41]
+    b[-4:] = [-0.0, np.inf, 1e-310, -3e38]
+    results, kinds = [], []
+    for enabled in (True, False):
+        monkeypatch.setattr(llvm_kernel, "ENABLED", enabled)
+        vg = ng.jit(ng.value_and_grad(prog, argnums=(0, 1)), cache=False)
+        calls = []
+        for _ in range(3):  # serial, then the threaded (or prange) tier
+            with np.errstate(all="ignore"):
+                v, (ga, gb) = vg(ng.tensor(a), ng.tensor(b))
+            calls.append([v.numpy(), ga.numpy(), gb.numpy()])
+        results.append(calls)
+        sched = vg.schedule(ng.tensor(a), ng.tensor(b))[0]
+        kinds.append({type(k.fn).__name__ for k in sched.kernels})
+    # Every kernel goes through llvmlite where a loop is long (an llvm_body body).
+    assert kinds[0] == ({"LLVMKernel"} if any(k.ir_specs for k in sched.kernels)
+                        else {"CPUDispatcher"}), src
+    for got, ref in zip(results[0], results[1]):
+        for x, y in zip(got, ref):
+            assert np.array_equal(x, y, equal_nan=True), src
