@@ -142,7 +142,8 @@ def test_objects_on_disk_are_verified_before_they_are_linked(tmp_path):
     assert warm["value"] == cold["value"] and warm["grad"] == cold["grad"]
 
     # A changed object is refused (never linked) and compiled again.
-    data = bytearray(open(objects[0], "rb").read())
+    with open(objects[0], "rb") as f:
+        data = bytearray(f.read())
     data[len(data) // 2] ^= 0xFF
     with open(objects[0], "wb") as f:
         f.write(data)
