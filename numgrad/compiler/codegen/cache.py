@@ -151,10 +151,14 @@ def disk() -> DiskCache:
             if dc is None:
                 dc = _open_dir(d)
                 if dc.mode == "off":
-                    _warn_once(f"numgrad refused its kernel cache {d}: {dc.reason}; "
-                               "compiling kernels in memory (no disk cache) in this process")
+                    _warn_refused(dc)
                 _DIRS[d] = dc
     return dc
+
+
+def _warn_refused(dc):
+    _warn_once(f"numgrad refused its kernel cache {dc.path}: {dc.reason}; "
+               "compiling kernels in memory (no disk cache) in this process")
 
 
 def _numba_disk() -> DiskCache:
@@ -166,8 +170,7 @@ def _numba_disk() -> DiskCache:
             if not _install_numba_hooks():
                 dc = DiskCache(dc.path, "off", "this Numba lacks the cache internals "
                                                "numgrad verifies its files through")
-                _warn_once(f"numgrad refused its kernel cache {dc.path}: {dc.reason}; "
-                           "compiling kernels in memory (no disk cache) in this process")
+                _warn_refused(dc)
                 _DIRS[configured_dir()] = dc
             else:
                 _ACTIVE.add(dc.numba_dir)

@@ -231,7 +231,13 @@ class _Body:
         argtys = [i64, i64] + [ir.PointerType(self.ft) if p.startswith("f_") else self.ft
                                for p in self.params]
         ret = ir.LiteralStructType([self.ft] * self.nred) if self.nred else ir.VoidType()
-        fn = ir.Function(module, ir.FunctionType(ret, argtys), fname)
+        self.fn = self._function(fname, ir.FunctionType(ret, argtys))
+        self._emit()
+
+    def _function(self, name, fnty):
+        """An internal noinline function ``(lo or base, m or valid, *params, ...)`` of the
+        body: wide vectors preferred, the params named, the arrays noalias."""
+        fn = ir.Function(self.module, fnty, name)
         fn.linkage = "internal"
         for a in ("noinline", "nounwind"):
             fn.attributes.add(a)
@@ -240,8 +246,7 @@ class _Body:
             a.name = p
             if p.startswith("f_"):
                 a.add_attribute("noalias")  # kernels only write arrays they allocated
-        self.fn = fn
-        self._emit()
+        return fn
 
     # -- helpers ---------------------------------------------------------------
     def _masked(self, kind, ptr, mask, value=None):
@@ -451,16 +456,7 @@ class _Body:
         i32 = ir.IntType(32)
         argtys = ([i64, i64] + [a_.type for a_ in self.fn.args[2:]]
                   + [ir.PointerType(self.vt)])
-        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), argtys),
-                         f"{self.fn.name}_s{index}")
-        fn.linkage = "internal"
-        for att in ("noinline", "nounwind"):
-            fn.attributes.add(att)
-        add_string_attribute(fn, f'"prefer-vector-width"="{_vm.PREFER_VECTOR_WIDTH}"')
-        for arg, p in zip(fn.args[2:], self.params):
-            arg.name = p
-            if p.startswith("f_"):
-                arg.add_attribute("noalias")  # kernels only write arrays they allocated
+        fn = self._function(f"{self.fn.name}_s{index}", ir.FunctionType(ir.VoidType(), argtys))
         fn.args[-1].add_attribute("noalias")
         b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         base0, valid = fn.args[0], fn.args[1]

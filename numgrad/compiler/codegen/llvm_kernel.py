@@ -34,6 +34,7 @@ helpers' sources, llvmlite's and LLVM's versions and the host CPU.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -133,9 +134,8 @@ def plan_kernel(kernel, specs, fastmath=False):
                 args.append(("p", where[var]))
         reds = []
         for r in b.full_reductions:
-            reds.append((r.identity.value, _size(b.shape) if r.mean else None))
             buffer(r.out)
-            reds[-1] += (where[r.out],)
+            reds.append((r.identity.value, _size(b.shape) if r.mean else None, where[r.out]))
         chunks = ([(c * size, min(size, b.outer - c * size)) for c in range(nchunks)]
                   if chunked else [(0, b.outer)])
         steps.append({"spec": text, "dtype": spec[1], "hoisted": hoisted, "args": args,
@@ -318,16 +318,22 @@ def _task(module, name, body, st, argtypes):
 _TM = None
 
 
+def _new_target_machine():
+    """A target machine for this host (O3, for the JIT)."""
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+        opt=3, reloc="default", codemodel="jitdefault", jit=True)
+
+
 def _target_machine():
+    """The one that optimises and emits the objects."""
     global _TM
     if _TM is None:
-        import llvmlite.binding as llvm
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_triple(llvm.get_process_triple())
-        _TM = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-            opt=3, reloc="default", codemodel="jitdefault", jit=True)
+        _TM = _new_target_machine()
     return _TM
 
 
@@ -370,12 +376,7 @@ def _engine():
     global _ENGINE
     if _ENGINE is None:
         import llvmlite.binding as llvm
-        _target_machine()
-        target = llvm.Target.from_triple(llvm.get_process_triple())
-        tm = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-            opt=3, reloc="default", codemodel="jitdefault", jit=True)
-        _ENGINE = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        _ENGINE = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_target_machine())
     return _ENGINE
 
 
@@ -423,6 +424,7 @@ class LLVMKernel:
         return self._call(*arrays)
 
 
+@functools.lru_cache(maxsize=None)
 def _threading():
     """``(parallel_for's address, get_num_threads)`` of Numba's threading layer, started
     here (after ``omp.tune``, which must run before OpenMP loads). Imports Numba's
@@ -520,11 +522,11 @@ def program(sched, steps, options, source):
         descs.append(d)
     name = _cache.module_name("llvm_kernel\n" + cache_key(descs))
     entries = [f"{name}_{i}" for i in range(len(descs))]
-    loaded = _LOADED.get(name)
+    loaded = _LOADED.get(name)  # this plan's code is linked already (another function)
     obj = _cache.load_object(name) if options.cache and loaded is None else None
     disk_hit = obj is not None
     try:
-        if obj is None and loaded is None:
+        if loaded is None and obj is None:
             _progress.note(options.role, None, [k.name for k in sched.kernels])
             if options.verbose:
                 print(f"[numgrad.jit] compiling {name} with llvmlite "
