@@ -234,12 +234,13 @@ class _Body:
         self.fn = self._function(fname, ir.FunctionType(ret, argtys))
         self._emit()
 
-    def _function(self, name, fnty):
-        """An internal noinline function ``(lo or base, m or valid, *params, ...)`` of the
-        body: wide vectors preferred, the params named, the arrays noalias."""
+    def _function(self, name, fnty, inline=False):
+        """An internal noinline (or alwaysinline) function ``(lo or base, m or valid,
+        *params, ...)`` of the body: wide vectors preferred, the params named, the
+        arrays noalias."""
         fn = ir.Function(self.module, fnty, name)
         fn.linkage = "internal"
-        for a in ("noinline", "nounwind"):
+        for a in ("alwaysinline" if inline else "noinline", "nounwind"):
             fn.attributes.add(a)
         add_string_attribute(fn, f'"prefer-vector-width"="{_vm.PREFER_VECTOR_WIDTH}"')
         for a, p in zip(fn.args[2:], self.params):
@@ -347,7 +348,10 @@ class _Body:
         """Split the ops into segments: ``(segments, pairs, slots)``.
 
         Each segment is a function of its own (SEGMENT_OPS), called once per block; a
-        value made in one segment and read in a later one goes through a stack slot. The
+        value made in one segment and read in a later one goes through a stack slot. A
+        body of one segment has it inlined into the block loop: called per block, it
+        reloaded every constant (a movabs and a broadcast each) and its sums through
+        memory each 16 elements (W2's value_and_grad: 54 of each per call). The
         kernels carry no fast-math flags, so no instruction may be fused with another
         (FMA contraction, reassociation) and a cut changes no result's bits; under
         fastmath=True (contract, reassoc) the body stays one function."""
@@ -401,6 +405,7 @@ class _Body:
         segments, pairs, slots = self._plan()
         self.kinds = {op[1]: op for op in self.ops if op[0] in ("sc", "k")}
         self.sites = {}   # vmath function -> call sites so far (_inline)
+        self.inline_segments = len(segments) == 1
         seg_fns = [self._segment(i, a, z, pairs, slots) for i, (a, z) in enumerate(segments)]
         entry = fn.append_basic_block("entry")
         loop = fn.append_basic_block("loop")
@@ -456,7 +461,8 @@ class _Body:
         i32 = ir.IntType(32)
         argtys = ([i64, i64] + [a_.type for a_ in self.fn.args[2:]]
                   + [ir.PointerType(self.vt)])
-        fn = self._function(f"{self.fn.name}_s{index}", ir.FunctionType(ir.VoidType(), argtys))
+        fn = self._function(f"{self.fn.name}_s{index}", ir.FunctionType(ir.VoidType(), argtys),
+                            inline=self.inline_segments)
         fn.args[-1].add_attribute("noalias")
         b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         base0, valid = fn.args[0], fn.args[1]
