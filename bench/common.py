@@ -143,8 +143,12 @@ def rel_err(actual, expected) -> float:
 
 
 # ----------------------------------------------------------------------------- threads
-def pin_threads(n: int | None) -> dict:
+def pin_threads(n: int | None, libs=("numba", "torch")) -> dict:
     """Pin every system to ``n`` threads (default 1); returns what was set (for the report).
+
+    ``libs``: the libraries this process will use whose thread pools are set by a call
+    (the others only by the environment), so that a process measuring one system's peak
+    memory does not import another (torch alone is ~250 MB of RSS).
 
     One thread is the default because on a small shared machine (2 cores here) OpenMP
     pools that spin while another process holds a core make multi-threaded timings
@@ -177,22 +181,25 @@ def pin_threads(n: int | None) -> dict:
         info["blas"] = f"threadpoolctl limit {n}"
     except Exception:  # noqa: BLE001 - optional
         info["blas"] = f"OPENBLAS/MKL/OMP_NUM_THREADS={n}"
-    try:
-        import numba
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-        info["numba"] = numba.get_num_threads()
-    except Exception as e:  # noqa: BLE001
-        info["numba"] = f"unavailable ({type(e).__name__})"
-    try:
-        import torch
-        torch.set_num_threads(n)
+    info["numba"] = info["torch"] = "environment only"
+    if "numba" in libs:
         try:
-            torch.set_num_interop_threads(1)
-        except RuntimeError:
-            pass
-        info["torch"] = torch.get_num_threads()
-    except Exception:  # noqa: BLE001
-        info["torch"] = "not installed"
+            import numba
+            numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+            info["numba"] = numba.get_num_threads()
+        except Exception as e:  # noqa: BLE001
+            info["numba"] = f"unavailable ({type(e).__name__})"
+    if "torch" in libs:
+        try:
+            import torch
+            torch.set_num_threads(n)
+            try:
+                torch.set_num_interop_threads(1)
+            except RuntimeError:
+                pass
+            info["torch"] = torch.get_num_threads()
+        except Exception:  # noqa: BLE001
+            info["torch"] = "not installed"
     return info
 
 

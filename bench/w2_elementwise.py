@@ -47,8 +47,8 @@ f_jit_vg = ng.jit(ng.value_and_grad(f_ng, argnums=(0, 1)))  # one joint pass
 
 
 def numgrad_eager(case, data, fn=f_ng):
-    x = ng.tensor(data["x"], requires_grad=True)
-    y = ng.tensor(data["y"], requires_grad=True)
+    x = ng.from_numpy(data["x"]).requires_grad_(True)
+    y = ng.from_numpy(data["y"]).requires_grad_(True)
 
     def step():
         x.grad = y.grad = None
@@ -63,7 +63,7 @@ def numgrad_jit(case, data):
 
 
 def numgrad_jit_vg(case, data):
-    x, y = ng.tensor(data["x"]), ng.tensor(data["y"])
+    x, y = ng.from_numpy(data["x"]), ng.from_numpy(data["y"])
 
     def step():
         return f_jit_vg(x, y)
@@ -100,6 +100,21 @@ def torch_compile(case, data):
     return step
 
 
+def torch_compile_backward(case, data):
+    """torch.compile(f) called, then ``.backward()``: the PyTorch habit, compiled."""
+    torch = import_torch()
+    compiled = torch_compile_fresh(lambda x, y: f(torch, x, y))
+    x = torch.from_numpy(data["x"]).requires_grad_(True)
+    y = torch.from_numpy(data["y"]).requires_grad_(True)
+
+    def step():
+        x.grad = y.grad = None
+        out = compiled(x, y)
+        out.backward()
+        return out.detach(), x.grad, y.grad
+    return step
+
+
 def jax_jit(case, data):
     jax, jnp = import_jax()
     g = jax.jit(jax.value_and_grad(lambda x, y: f(jnp, x, y), argnums=(0, 1)))
@@ -131,3 +146,4 @@ def numpy_manual(case, data):
 
 
 IMPLS = common.impls(globals())
+EXTRA_IMPLS = {"torch.compile+backward": torch_compile_backward}   # bench/sweep.py

@@ -48,12 +48,12 @@ loss_jit_vg = ng.jit(ng.value_and_grad(loss_ng, argnums=(0, 1, 2, 3)))  # one jo
 
 
 def _ng_leaves(data):
-    return [ng.tensor(data[k], requires_grad=True) for k in PARAMS]
+    return [ng.from_numpy(data[k]).requires_grad_(True) for k in PARAMS]
 
 
 def numgrad_eager(case, data, loss=loss_ng):
     params = _ng_leaves(data)
-    X, T = ng.tensor(data["X"]), ng.tensor(data["T"])
+    X, T = ng.from_numpy(data["X"]), ng.from_numpy(data["T"])
 
     def step():
         for p in params:
@@ -69,8 +69,8 @@ def numgrad_jit(case, data):
 
 
 def numgrad_jit_vg(case, data):
-    params = [ng.tensor(data[k]) for k in PARAMS]
-    X, T = ng.tensor(data["X"]), ng.tensor(data["T"])
+    params = [ng.from_numpy(data[k]) for k in PARAMS]
+    X, T = ng.from_numpy(data["X"]), ng.from_numpy(data["T"])
 
     def step():
         return loss_jit_vg(*params, X, T)

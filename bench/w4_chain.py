@@ -40,7 +40,7 @@ chain_jit_vg = ng.jit(ng.value_and_grad(chain_ng))  # one joint pass
 
 
 def numgrad_eager(case, data, fn=chain_ng):
-    x = ng.tensor(data["x"], requires_grad=True)
+    x = ng.from_numpy(data["x"]).requires_grad_(True)
     steps = case.params["steps"]
 
     def step():
@@ -56,7 +56,7 @@ def numgrad_jit(case, data):
 
 
 def numgrad_jit_vg(case, data):
-    x = ng.tensor(data["x"])
+    x = ng.from_numpy(data["x"])
     steps = case.params["steps"]
 
     def step():

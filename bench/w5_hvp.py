@@ -43,9 +43,9 @@ hvp_jit_vg = ng.jit(ng.value_and_grad(gv_ng, argnums=(0, 1)))
 
 
 def numgrad_eager(case, data, fn=f_ng):
-    x = ng.tensor(data["x"], requires_grad=True)
-    y = ng.tensor(data["y"], requires_grad=True)
-    vx, vy = ng.tensor(data["vx"]), ng.tensor(data["vy"])
+    x = ng.from_numpy(data["x"]).requires_grad_(True)
+    y = ng.from_numpy(data["y"]).requires_grad_(True)
+    vx, vy = ng.from_numpy(data["vx"]), ng.from_numpy(data["vy"])
 
     def step():
         s = gv_ng(x, y, vx, vy, fn)
@@ -59,7 +59,7 @@ def numgrad_jit(case, data):
 
 
 def numgrad_jit_vg(case, data):
-    args = [ng.tensor(data[k]) for k in ("x", "y", "vx", "vy")]
+    args = [ng.from_numpy(data[k]) for k in ("x", "y", "vx", "vy")]
 
     def step():
         return hvp_jit_vg(*args)
