@@ -117,13 +117,13 @@ STREAMS = 2
 # A parallel flat loop whose transcendentals weigh at least this much (the registry's
 # weights, 8 per transcendental) goes into a chunk function as two streams even when its
 # body is short (None: only long bodies do). A vectorised sin -> tanh -> exp chain is one
-# long dependency chain per vector, and a second stream overlaps it: W2's forward program
-# at 1e6 float64 (1 thread, CPU per call, interleaved in one process) 8.1 -> 5.0 ms, its
-# backward 9.9 -> 6.2 ms (bench/w2_habit_breakdown.py). Off for now: each such loop's
-# chunk function costs Numba a second compile, and W2's cold call + backward took
-# +1.2 s CPU (first result 1.5-2.2 -> 2.7-2.9 s on the loaded box). Worth 16 once chunk
-# bodies compile cheaply. (The streams inline in the parfor body took parfors 8 s.)
-INTERLEAVE_MIN_HEAVY_WEIGHT = None
+# long dependency chain per vector, and a second stream overlaps it. Such a loop is an
+# llvm_body body, so a schedule of them is an llvm_kernel one, built without Numba. W2's
+# ordinary forward + backward at 1e6 float64 (2 threads, bench/w2_habit_breakdown.py,
+# interleaved): forward 6.3 -> 2.4 ms, backward 5.0 -> 2.8 ms; cold call + backward
+# (bench/warm_start.py, parallel="auto"): first result 1.10-1.15 -> 0.31-0.32 s. It was
+# off while each chunk function cost Numba a second compile (+1.2 s CPU for W2).
+INTERLEAVE_MIN_HEAVY_WEIGHT = 16
 # Chunks of a parallel loop's outer index: fixed, so that results do not depend on the
 # thread count; enough to balance 2-16 threads.
 PARALLEL_CHUNKS = 64
