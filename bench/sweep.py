@@ -42,8 +42,8 @@ import numpy as np
 workload, system, n, dtype, threads, reps = sys.argv[1], sys.argv[2], int(float(sys.argv[3])), \
     sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
 from bench import common
-common.pin_threads(threads, libs=[lib for lib in ("numba", "torch")   # no one else's RSS
-                                  if lib in system.replace("numgrad", "numba")])
+libs = {"numgrad": ("numba",), "torch": ("torch",)}.get(system.split()[0].split(".")[0], ())
+common.pin_threads(threads, libs=libs)   # only this system's library: no one else's RSS
 mod = importlib.import_module(sys.argv[7])
 case = (common.Case(workload, "", n, dtype, {"n": n}) if workload == "W2"
         else mod.cases(True)[0])
