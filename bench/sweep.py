@@ -35,6 +35,7 @@ ROOT = os.path.dirname(HERE)
 SYSTEMS = ("numgrad jit v&g", "numgrad jit", "torch.compile", "torch.compile+backward", "jax jit")
 W3_SYSTEMS = ("numgrad jit v&g", "numgrad jit", "torch.compile", "torch eager", "jax jit")
 WORKLOADS = {"W2": "bench.w2_elementwise", "W3": "bench.w3_mlp"}
+W3_N = 256 * 784   # the element count of bench/w3_mlp.py's one case (its row key here)
 
 CHILD = r'''
 import importlib, json, resource, statistics, sys, time
@@ -42,8 +43,7 @@ import numpy as np
 workload, system, n, dtype, threads, reps = sys.argv[1], sys.argv[2], int(float(sys.argv[3])), \
     sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
 from bench import common
-libs = {"numgrad": ("numba",), "torch": ("torch",)}.get(system.split()[0].split(".")[0], ())
-common.pin_threads(threads, libs=libs)   # only this system's library: no one else's RSS
+common.pin_threads(threads, libs=sys.argv[8].split(",") if sys.argv[8] else ())
 mod = importlib.import_module(sys.argv[7])
 case = (common.Case(workload, "", n, dtype, {"n": n}) if workload == "W2"
         else mod.cases(True)[0])
@@ -75,15 +75,25 @@ def _env():
     return dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
+def _package(system):
+    """The package a system is (``numgrad jit`` -> numgrad, ``torch.compile`` -> torch)."""
+    return system.split()[0].split(".")[0]
+
+
+# The thread pools a system's child sets by a call (bench.common.pin_threads): only its
+# own, so that it imports no one else's library (torch alone is ~250 MB of RSS).
+PINNED = {"numgrad": "numba", "torch": "torch"}
+
+
 def available(system):
     import importlib.util
-    mod = system.split()[0].split(".")[0]
-    return importlib.util.find_spec(mod) is not None
+    return importlib.util.find_spec(_package(system)) is not None
 
 
 def measure(workload, system, n, dtype, threads, reps):
     out = subprocess.run([sys.executable, "-c", CHILD, workload, system, str(n), dtype,
-                          str(threads), str(reps), WORKLOADS[workload]], env=_env(), cwd=ROOT,
+                          str(threads), str(reps), WORKLOADS[workload],
+                          PINNED.get(_package(system), "")], env=_env(), cwd=ROOT,
                          capture_output=True, text=True, timeout=3600)
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or ["failed"])[-1]}
@@ -99,7 +109,7 @@ def _triad(threads):
 def _points(sizes, dtypes, systems, w3):
     pts = [("W2", s, n, d) for d in dtypes for n in sizes for s in systems if available(s)]
     if w3:
-        pts += [("W3", s, 256 * 784, "float32") for s in W3_SYSTEMS if available(s)]
+        pts += [("W3", s, W3_N, "float32") for s in W3_SYSTEMS if available(s)]
     return pts
 
 
@@ -229,8 +239,8 @@ def goals(rows):
         out.append(("3b. W2 1e8 float64 runs (no swap on this box)",
                     ", ".join(f"{r['system']} {r['peak_mb'] / 1024:.1f} GB peak" for r in ok)
                     or "failed", len(ok) == len(big)))
-    a = _find(rows, "W3", "numgrad jit v&g", "float32", 256 * 784)
-    b = _find(rows, "W3", "torch.compile", "float32", 256 * 784)
+    a = _find(rows, "W3", "numgrad jit v&g", "float32", W3_N)
+    b = _find(rows, "W3", "torch.compile", "float32", W3_N)
     if a and b:
         out.append(("4. W3 jit v&g no slower than torch.compile",
                     f"{a['time_s'] * 1e3:.2f} vs {b['time_s'] * 1e3:.2f} ms",

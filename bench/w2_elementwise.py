@@ -70,14 +70,16 @@ def numgrad_jit_vg(case, data):
     return step
 
 
-def torch_eager(case, data):
+def torch_eager(case, data, fn=None):
+    """f called, then ``.backward()``; ``fn``: a compiled f instead of the eager one."""
     torch = import_torch()
+    fn = fn or (lambda x, y: f(torch, x, y))
     x = torch.from_numpy(data["x"]).requires_grad_(True)
     y = torch.from_numpy(data["y"]).requires_grad_(True)
 
     def step():
         x.grad = y.grad = None
-        out = f(torch, x, y)
+        out = fn(x, y)
         out.backward()
         return out.detach(), x.grad, y.grad
     return step
@@ -103,16 +105,7 @@ def torch_compile(case, data):
 def torch_compile_backward(case, data):
     """torch.compile(f) called, then ``.backward()``: the PyTorch habit, compiled."""
     torch = import_torch()
-    compiled = torch_compile_fresh(lambda x, y: f(torch, x, y))
-    x = torch.from_numpy(data["x"]).requires_grad_(True)
-    y = torch.from_numpy(data["y"]).requires_grad_(True)
-
-    def step():
-        x.grad = y.grad = None
-        out = compiled(x, y)
-        out.backward()
-        return out.detach(), x.grad, y.grad
-    return step
+    return torch_eager(case, data, fn=torch_compile_fresh(lambda x, y: f(torch, x, y)))
 
 
 def jax_jit(case, data):

@@ -405,8 +405,8 @@ class _Body:
         segments, pairs, slots = self._plan()
         self.kinds = {op[1]: op for op in self.ops if op[0] in ("sc", "k")}
         self.sites = {}   # vmath function -> call sites so far (_inline)
-        self.inline_segments = len(segments) == 1
-        seg_fns = [self._segment(i, a, z, pairs, slots) for i, (a, z) in enumerate(segments)]
+        seg_fns = [self._segment(i, a, z, pairs, slots, inline=len(segments) == 1)
+                   for i, (a, z) in enumerate(segments)]
         entry = fn.append_basic_block("entry")
         loop = fn.append_basic_block("loop")
         done = fn.append_basic_block("done")
@@ -453,7 +453,7 @@ class _Body:
             out = b.insert_value(out, tot, r)
         b.ret(out)
 
-    def _segment(self, index, a, z, pairs, slots):
+    def _segment(self, index, a, z, pairs, slots, inline):
         """The function for ops [a, z) of one block: ``(base, valid, *args, slots)``;
         stream u covers elements [base + u*W, base + (u+1)*W), those below ``valid``."""
         W, U = self.W, self.U
@@ -462,7 +462,7 @@ class _Body:
         argtys = ([i64, i64] + [a_.type for a_ in self.fn.args[2:]]
                   + [ir.PointerType(self.vt)])
         fn = self._function(f"{self.fn.name}_s{index}", ir.FunctionType(ir.VoidType(), argtys),
-                            inline=self.inline_segments)
+                            inline=inline)
         fn.args[-1].add_attribute("noalias")
         b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         base0, valid = fn.args[0], fn.args[1]

@@ -383,7 +383,7 @@ def _slow_call(e, libname, x):
     b = e.b
     vfn = b.module.globals["%s_v%d" % (fn.name, e.lanes)]
     xv = e.v(x)
-    huge = (x > _SINCOS_HUGE) | (x < -_SINCOS_HUGE)  # ordered: nan is not huge
+    huge = e.fabs(x) > _SINCOS_HUGE  # ordered: nan is not huge; the body's fabs, CSE'd
     anyh = b.icmp_unsigned("!=", b.bitcast(huge.v, ir.IntType(e.lanes)),
                            ir.Constant(ir.IntType(e.lanes), 0))
     before = b.block
