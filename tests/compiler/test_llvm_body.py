@@ -81,7 +81,9 @@ def test_segment_cuts_change_no_bits(numba_path, monkeypatch):
 
 
 SPECIALS = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -1e-40, 1e30, -1e30,
-                     88.7, -104.0, 3.0, -2.5], dtype=np.float32)
+                     88.7, -104.0, 3.0, -2.5,
+                     # sin/cos: either side of float32's own reduction (|x| <= 4096)
+                     4096.0, -4097.0, 5000.5, -1e6, 3e9], dtype=np.float32)
 
 
 def _many_ops(x):

@@ -34,6 +34,10 @@ def _string_uses(tree):
 def _exempt(node, parent):
     if isinstance(parent, ast.Expr):  # a docstring
         return True
+    # An LLVM opcode: builder.atomic_rmw("add", ptr, value, ordering).
+    if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute)
+            and parent.func.attr == "atomic_rmw" and parent.args and parent.args[0] is node):
+        return True
     # An attribute name: getattr(_tls, "stack", None).
     return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
             and parent.func.id in ("getattr", "setattr", "hasattr") and len(parent.args) > 1

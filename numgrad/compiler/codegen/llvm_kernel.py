@@ -244,11 +244,12 @@ def _entry(module, name, desc):
 
 def _threaded(module, b, tname, body, st, args, parts, pfor, threads):
     """At ``b``: run the chunks of step ``st`` through ``parallel_for``. The task gets
-    the body's arguments through ``data`` (pointers, and scalars by address) and the
-    chunk numbers through ``args[0]`` (a constant table 0..chunks-1)."""
+    the body's arguments, the parts array and a chunk counter through ``data``
+    (pointers, and scalars by address); ``args[0]`` is a table 0..chunks-1 that only
+    sets how many calls ``parallel_for`` makes."""
     chunks = st["chunks"]
     n = len(chunks)
-    env = b.alloca(_I8P, size=_c(len(args) + 1), name="env")
+    env = b.alloca(_I8P, size=_c(len(args) + 2), name="env")
     for i, a in enumerate(args):
         if isinstance(a.type, ir.PointerType):
             val = b.bitcast(a, _I8P)
@@ -258,6 +259,9 @@ def _threaded(module, b, tname, body, st, args, parts, pfor, threads):
             val = b.bitcast(slot, _I8P)
         b.store(val, b.gep(env, [_c(i)]))
     b.store(b.bitcast(parts, _I8P), b.gep(env, [_c(len(args))]))
+    counter = b.alloca(_I64, name="next_chunk")
+    b.store(_c(0), counter)
+    b.store(b.bitcast(counter, _I8P), b.gep(env, [_c(len(args) + 1)]))
     table = ir.GlobalVariable(module, ir.ArrayType(_I64, n), f"{tname}_chunks")
     table.global_constant = True
     table.linkage = "internal"
@@ -275,13 +279,21 @@ def _threaded(module, b, tname, body, st, args, parts, pfor, threads):
 
 
 def _task(module, name, body, st, argtypes):
-    """``void name(i8** args, i64* dims, i64* steps, i8* env)``: chunks ``args[0][i]``
-    for i < dims[0], each chunk's sums into its slots of the parts array."""
+    """``void name(i8** args, i64* dims, i64* steps, i8* env)``: takes the next chunk
+    from the shared counter until none is left, each chunk's sums into its slots of
+    the parts array.
+
+    Chunks are handed out as threads ask for them, not split in fixed shares as
+    ``parallel_for`` would: on a shared machine one thread may stall for milliseconds,
+    and the other then does more chunks instead of waiting at the join. The sums do
+    not depend on which thread ran a chunk (each has its own slot, added in chunk
+    order). The calls ``parallel_for`` makes after the chunks are gone return at once."""
     fn = ir.Function(module, _TASK_T, name)
     fn.linkage = "internal"
-    argv, dims, _, env = fn.args
+    env = fn.args[3]
     entry = fn.append_basic_block("entry")
     loop = fn.append_basic_block("loop")
+    run = fn.append_basic_block("run")
     done = fn.append_basic_block("done")
     b = ir.IRBuilder(entry)
     envp = b.bitcast(env, _I8P.as_pointer())
@@ -292,23 +304,20 @@ def _task(module, name, body, st, argtypes):
                     else b.load(b.bitcast(raw, t.as_pointer())))
     ft = _FT[st["dtype"]]
     parts = b.bitcast(b.load(b.gep(envp, [_c(len(argtypes))])), ft.as_pointer())
-    ids = b.bitcast(b.load(argv), _I64.as_pointer())
-    count = b.load(dims)
-    b.cbranch(b.icmp_signed(">", count, _c(0)), loop, done)
-    b.position_at_end(loop)
-    i = b.phi(_I64)
-    i.add_incoming(_c(0), entry)
-    c = b.load(b.gep(ids, [i]))
+    counter = b.bitcast(b.load(b.gep(envp, [_c(len(argtypes) + 1)])), _I64.as_pointer())
     size, outer, n = st["size"], st["outer"], len(st["chunks"])
+    b.branch(loop)
+    b.position_at_end(loop)
+    c = b.atomic_rmw("add", counter, _c(1), "monotonic")
+    b.cbranch(b.icmp_signed("<", c, _c(n)), run, done)
+    b.position_at_end(run)
     lo = b.mul(c, _c(size))
     rest = b.sub(_c(outer), lo)
     m = b.select(b.icmp_signed("<", rest, _c(size)), rest, _c(size))
     res = b.call(body, [lo, m] + args)
     for r in range(len(st["reds"])):
         b.store(b.extract_value(res, r), b.gep(parts, [b.add(_c(r * n), c)]))
-    i2 = b.add(i, _c(1))
-    i.add_incoming(i2, loop)
-    b.cbranch(b.icmp_signed("<", i2, count), loop, done)
+    b.branch(loop)
     b.position_at_end(done)
     b.ret_void()
     return fn

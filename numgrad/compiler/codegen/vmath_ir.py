@@ -1,9 +1,10 @@
 """Vectorisable scalar math for generated ``numba.njit`` loops, emitted as LLVM IR.
 
-Same functions, algorithms, coefficients and edge cases as ``vmath`` (Cody-Waite
-range reduction, near-minimax polynomials, exponent bit-casts; ~1 ulp for
-float64 and float32; see that module for the derivations), but each function
-is written straight into LLVM IR with llvmlite's ``IRBuilder`` instead of as
+The algorithms, coefficients and edge cases of the former ``vmath`` module
+(Cody-Waite range reduction, near-minimax polynomials, exponent bit-casts; at
+most ~1.2 ulp in float64 and float32, measured by ``tests/compiler/
+test_vmath_ir.py``; ``vmath``'s derivations are in git history, ca44e79),
+written straight into LLVM IR with llvmlite's ``IRBuilder`` instead of as
 ``register_jitable(inline="always")`` Python.
 
 Why
@@ -39,8 +40,10 @@ Huge arguments of sin/cos
 -------------------------
 |x| > 2**40 is beyond the Cody-Waite reduction; those lanes go to libm through
 a ``noinline readnone`` helper that carries a ``vector-function-abi-variant``
-attribute (the scheme of ``vmath``): the loop vectoriser calls its vector
-variant once per vector, and that returns at once unless some lane is huge.
+attribute: the loop vectoriser calls its vector variant once per vector, and
+that returns at once unless some lane is huge.  float32 sin/cos reduce in
+float32 up to |x| = 4096 (the polynomials are float32 at full lanes either
+way); larger lanes go to a helper of the same kind with the float64 reduction.
 
 Usage
 -----
@@ -77,7 +80,7 @@ _F32 = ir.FloatType()
 
 # ---------------------------------------------------------------------------
 # A tiny expression layer over IRBuilder, so the bodies below read like the
-# Python originals in vmath.py.  _E emits for one float type; _V wraps a float
+# Python originals of the former vmath.py.  _E emits for one float type; _V wraps a float
 # value, _B an i1.  Python numbers become constants of the emitter's type
 # (for float32 they must be exactly representable: a float64 constant would
 # otherwise be rounded silently).
@@ -134,6 +137,9 @@ class _E:
 
     def fabs(self, a):
         return self._intr("llvm.fabs", (a,))
+
+    def copysign(self, a, b):
+        return self._intr("llvm.copysign", (a, b))
 
     def where(self, cond, a, b):
         return _V(self, self.b.select(cond.v, self.v(a), self.v(b)))
@@ -195,10 +201,16 @@ class _E:
 
     def quadrant(self, kf, qoff):
         """(odd, neg) bits of int(kf) + qoff: (q & 1) != 0, (q & 2) != 0."""
+        return self.quadrant_of(self.b.fptosi(self.v(kf), self.it), qoff)
+
+    def quadrant_of(self, k, qoff):
+        """quadrant() of an integer k (any integer width)."""
         b = self.b
-        q = b.add(b.fptosi(self.v(kf), self.it), self.icon(qoff))
-        odd = b.icmp_signed("!=", b.and_(q, self.icon(1)), self.icon(0))
-        neg = b.icmp_signed("!=", b.and_(q, self.icon(2)), self.icon(0))
+        one = ir.Constant(k.type, 1)
+        q = b.add(k, ir.Constant(k.type, qoff))
+        zero = ir.Constant(k.type, 0)
+        odd = b.icmp_signed("!=", b.and_(q, one), zero)
+        neg = b.icmp_signed("!=", b.and_(q, ir.Constant(k.type, 2)), zero)
         return _B(self, odd), _B(self, neg)
 
     def ext(self, x, e2):
@@ -292,11 +304,12 @@ class _B:
 
 
 # ---------------------------------------------------------------------------
-# Slow path for huge sin/cos arguments (the scheme of vmath._slow_fn): a
-# noinline memory(none)/nounwind helper with "vector-function-abi-variant"
-# entries for 2..16 lanes.  Scalar and vector variants both return libm(x) for
-# |x| > threshold and 0.0 otherwise, so they agree exactly; the vector variant
-# returns at once when no lane is huge.
+# Out-of-line paths for the lanes a body's fast path does not cover (huge
+# sin/cos arguments; float32 sin/cos beyond float32's own reduction): a
+# noinline readnone/nounwind helper with "vector-function-abi-variant" entries
+# for 2..16 lanes.  Scalar and vector variants compute a marked lane the same
+# way, so they agree exactly; the vector variant returns at once when no lane
+# is marked, and the caller selects the helper's value only for marked lanes.
 # ---------------------------------------------------------------------------
 
 _SLOW_LANES = (2, 4, 8, 16)
@@ -305,14 +318,16 @@ _SLOW_LANES = (2, 4, 8, 16)
 _SINCOS_HUGE = 2.0 ** 40
 
 
-def _slow_fn(module, libname):
-    lt = _F64
-    name = "numgrad_vir_slow_%s_f64" % libname
+def _helper(module, name, ft, slow_body):
+    """A noinline helper with vector variants for ``_SLOW_LANES`` lanes: each returns
+    ``slow_body(emitter, x)`` where some lane is marked by ``slow_body.mask`` and
+    zeros otherwise (the vector variant tests all lanes once, returning at once when
+    none is marked)."""
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    fnty = ir.FunctionType(lt, [lt])
-    libfn = declare(module, fnty, libname)
+    bits = 64 if ft == _F64 else 32
+    fnty = ir.FunctionType(ft, [ft])
     fn = ir.Function(module, fnty, name)
     # weak_odr, not linkonce_odr/internal: Numba optimises each module before
     # linking and would drop the (so far unreferenced) vector variants, which
@@ -322,69 +337,47 @@ def _slow_fn(module, libname):
     attrs.extra = ['"vector-function-abi-variant"="%s"' % ",".join(
         "_ZGV_LLVM_N%dv_%s(%s_v%d)" % (n, name, name, n) for n in _SLOW_LANES)]
     fn.attributes = attrs
-    thr = ir.Constant(lt, _SINCOS_HUGE)
-    nthr = ir.Constant(lt, -_SINCOS_HUGE)
-    zero = ir.Constant(lt, 0.0)
-
-    entry, slow, done = (fn.append_basic_block(n) for n in ("entry", "slow", "fast"))
-    b = ir.IRBuilder(entry)
-    x = fn.args[0]
-    huge = b.or_(b.fcmp_ordered(">", x, thr, flags=_FLAGS),
-                 b.fcmp_ordered("<", x, nthr, flags=_FLAGS))
-    b.cbranch(huge, slow, done)
-    b = ir.IRBuilder(slow)
-    b.ret(b.call(libfn, [x]))
-    b = ir.IRBuilder(done)
-    b.ret(zero)
-
-    i32 = ir.IntType(32)
+    variants = [(fn, 0)]
     for n in _SLOW_LANES:
-        vt = ir.VectorType(lt, n)
+        vt = ir.VectorType(ft, n)
         vf = ir.Function(module, ir.FunctionType(vt, [vt]), "%s_v%d" % (name, n))
         vf.linkage = "weak_odr"
         vf.attributes.add("noinline")
         vf.attributes.add("nounwind")
-        entry, slow, done = (vf.append_basic_block(s) for s in ("entry", "slow", "fast"))
-        b = ir.IRBuilder(entry)
-        v = vf.args[0]
-        mask = b.or_(b.fcmp_ordered(">", v, ir.Constant(vt, [thr] * n), flags=_FLAGS),
-                     b.fcmp_ordered("<", v, ir.Constant(vt, [nthr] * n), flags=_FLAGS))
-        anyh = b.icmp_unsigned("!=", b.bitcast(mask, ir.IntType(n)),
-                               ir.Constant(ir.IntType(n), 0))
-        b.cbranch(anyh, slow, done)
-        b = ir.IRBuilder(done)
-        b.ret(ir.Constant(vt, [zero] * n))
-        b = ir.IRBuilder(slow)
-        out = ir.Constant(vt, [zero] * n)
-        for i in range(n):
-            lane = b.extract_element(v, ir.Constant(i32, i))
-            res = b.select(b.extract_element(mask, ir.Constant(i32, i)),
-                           b.call(libfn, [lane]), zero)
-            out = b.insert_element(out, res, ir.Constant(i32, i))
-        b.ret(out)
+        variants.append((vf, n))
+    for f, n in variants:
+        entry, slow, done = (f.append_basic_block(s) for s in ("entry", "slow", "fast"))
+        e = _E(ir.IRBuilder(entry), bits, n)
+        x = _V(e, f.args[0])
+        mark = slow_body.mask(e, x)
+        anyh = (mark.v if not n else e.b.icmp_unsigned(
+            "!=", e.b.bitcast(mark.v, ir.IntType(n)), ir.Constant(ir.IntType(n), 0)))
+        e.b.cbranch(anyh, slow, done)
+        e.b.position_at_end(done)
+        e.b.ret(ir.Constant(e.ft, None))
+        e.b.position_at_end(slow)
+        e.b.ret(e.v(slow_body(e, x)))
     return fn
 
 
-def _slow_call(e, libname, x):
-    """libm(x) for |x| > 2**40, else 0.0 (x and result float64, any lanes).
+def _call_helper(e, fn, x, mark):
+    """fn(x) where ``mark`` (a lane mask of x) has some lane set, else zeros.
 
     Scalar bodies (for LLVM's loop vectoriser) must stay straight-line, so they call
     the helper unconditionally and the vectoriser calls its vector variant once per
     vector. Bodies written with explicit vectors (``e.lanes``, as llvm_body writes
-    them) branch to that call only when some lane is huge: the call itself returns at
-    once, but every vector register is caller-saved, so an unconditional call spills
-    all that is live around it. W2's value_and_grad (sin and cos of one value, 1
-    thread, 1e5 elements, min of 101 calls in fresh processes, 3 interleaved pairs)
+    them) branch to that call only when some lane is marked: the call itself returns
+    at once, but every vector register is caller-saved, so an unconditional call
+    spills all that is live around it. W2's value_and_grad (sin and cos of one value,
+    1 thread, 1e5 elements, min of 101 calls in fresh processes, 3 interleaved pairs)
     ran 15-30% faster per element in float64 and about 10% in float32 with the call
     out of the hot path."""
-    fn = _slow_fn(e.b.module, libname)
     if not e.lanes:
         return _V(e, e.b.call(fn, [e.v(x)]))
     b = e.b
     vfn = b.module.globals["%s_v%d" % (fn.name, e.lanes)]
     xv = e.v(x)
-    huge = e.fabs(x) > _SINCOS_HUGE  # ordered: nan is not huge; the body's fabs, CSE'd
-    anyh = b.icmp_unsigned("!=", b.bitcast(huge.v, ir.IntType(e.lanes)),
+    anyh = b.icmp_unsigned("!=", b.bitcast(mark.v, ir.IntType(e.lanes)),
                            ir.Constant(ir.IntType(e.lanes), 0))
     before = b.block
     with b.if_then(anyh, likely=False):
@@ -396,8 +389,36 @@ def _slow_call(e, libname, x):
     return _V(e, out)
 
 
+def _libm_body(libname):
+    """libm(x) lane by lane for |x| > 2**40 (float64), 0.0 for the others."""
+
+    def body(e, x):
+        libfn = declare(e.b.module, ir.FunctionType(_F64, [_F64]), libname)
+        if not e.lanes:
+            return _V(e, e.b.call(libfn, [e.v(x)]))
+        huge = body.mask(e, x)
+        i32 = ir.IntType(32)
+        out = ir.Constant(e.ft, None)
+        for i in range(e.lanes):
+            lane = e.b.extract_element(e.v(x), ir.Constant(i32, i))
+            res = e.b.select(e.b.extract_element(huge.v, ir.Constant(i32, i)),
+                             e.b.call(libfn, [lane]), ir.Constant(_F64, 0.0))
+            out = e.b.insert_element(out, res, ir.Constant(i32, i))
+        return _V(e, out)
+
+    body.mask = lambda e, x: e.fabs(x) > _SINCOS_HUGE  # ordered: nan is not huge
+    return body
+
+
+def _slow_call(e, libname, x):
+    """libm(x) for |x| > 2**40, else 0.0 (x and result float64, any lanes)."""
+    body = _libm_body(libname)
+    fn = _helper(e.b.module, "numgrad_vir_slow_%s_f64" % libname, _F64, body)
+    return _call_helper(e, fn, x, body.mask(e, x))
+
+
 # ---------------------------------------------------------------------------
-# Coefficients (copied from vmath.py; fitted with mpmath, see there).
+# Coefficients (from the former vmath.py; fitted with mpmath, see there).
 # ---------------------------------------------------------------------------
 
 # exp: e**x = 2**k * e**r, k = rint(x/ln2), r = x - k*ln2, e**r = 1 + q,
@@ -454,11 +475,12 @@ _S64 = (-7.586636882825159e-13, 1.6058530596645953e-10, -2.50521062259944e-08,
         -0.16666666666666666)
 _C64 = (-1.138254464534925e-11, 2.087614504941318e-09, -2.755731726587808e-07,
         2.48015872987544e-05, -0.0013888888888887389, 0.041666666666666664)
-# float32 sin/cos: float64 arithmetic, shorter polynomials, one final rounding.
-_S32 = (2.724962008007533e-06, -0.00019840084376422702, 0.008333331870341349,
-        -0.16666666663844049)
-_C32 = (-2.730070403808665e-07, 2.480059840835012e-05, -0.0013888887668370663,
-        0.041666666664311826)
+# float32 sin/cos: float64 reduction, float32 polynomials (coefficients fitted
+# for float64 evaluation, rounded to float32: ~2**-24 of terms <= r**3/6).
+_S32 = tuple(_f32(c) for c in (2.724962008007533e-06, -0.00019840084376422702,
+                               0.008333331870341349, -0.16666666663844049))
+_C32 = tuple(_f32(c) for c in (-2.730070403808665e-07, 2.480059840835012e-05,
+                               -0.0013888887668370663, 0.041666666664311826))
 
 # ---------------------------------------------------------------------------
 # Bodies.  Each takes an emitter e and the argument x (of e's type) and returns
@@ -536,28 +558,29 @@ def _log_body(e, x):
 
 
 def _tanh_body(e, x):
+    # tanh is odd, and both formulas below are exactly odd in rounding too, so
+    # they run on |x| and the sign is put back with one copysign: that also keeps
+    # -0, and nan takes the small formula (ax >= x0 is false) and stays nan.
     if e.bits == 64:
         coef, x0, cap = _TT64, _TANH_X0, 44.0  # tanh(22) == 1.0
     else:
         coef, x0, cap = _TT32, _TANH32_X0, 20.0  # tanh(10) == 1.0f
     ax = e.fabs(x)
-    z = x * x
-    small = e.fma(x * z, e.horner(z, coef), x)
+    z = ax * ax
+    small = e.fma(ax * z, e.horner(z, coef), ax)
     a2 = 2.0 * ax
     a2 = e.where(a2 < cap, a2, cap)  # also catches inf/nan
     kf, q = _exp_kq(e, a2)
     s = e.pow2(kf)
     d = (s + 1.0) + s * q
     large = 1.0 - 2.0 / d
-    large = e.where(x < 0.0, -large, large)
-    y = e.where(ax < x0, small, large)
-    return e.where(e.isnan(x) | (x == 0.0), x, y)
+    return e.copysign(e.where(ax >= x0, large, small), x)
 
 
 def _sigmoid_body(e, x):
     # e**-x = 2**k (1+q): x >= 0: 1/((1 + 2**k) + 2**k q); x < 0:
     # 2**-k/((1 + 2**-k) + q) (1+q as an exact pair once 1 + 2**-k is
-    # inexact); far left 2**-k/(1+q) scaled by ldexp.  See vmath.py.
+    # inexact); far left 2**-k/(1+q) scaled by ldexp (the former vmath.py).
     if e.bits == 64:
         ahi, alo, kmax, kexact, far_x = 746.0, -100.0, 60.0, 52.0, -40.0
     else:
@@ -579,15 +602,17 @@ def _sigmoid_body(e, x):
     return e.where(e.isnan(x), x, y)
 
 
-def _reduce_pio2(e, x):
-    kf = e.rint(x * _TWO_OVER_PI)
-    r1 = e.fma(-kf, _PIO2_1, x)  # exact
-    w = kf * _PIO2_2
-    we = e.fma(kf, _PIO2_2, -w)  # kf*P2 == w + we exactly
+def _reduce_pio2(e, x, c=(_TWO_OVER_PI, _PIO2_1, _PIO2_2, _PIO2_3)):
+    """(k, r, rl): x - k pi/2 == r + rl, with 2/pi and pi/2's parts in ``c``."""
+    two_over_pi, p1, p2, p3 = c
+    kf = e.rint(x * two_over_pi)
+    r1 = e.fma(-kf, p1, x)  # exact
+    w = kf * p2
+    we = e.fma(kf, p2, -w)  # kf*P2 == w + we exactly
     r2 = r1 - w
     bb = r2 - r1  # TwoSum(r1, -w)
     err = (r1 - (r2 - bb)) - (w + bb)
-    lo = (err - we) - kf * _PIO2_3
+    lo = (err - we) - kf * p3
     r = r2 + lo
     rl = (r2 - r) + lo  # Fast2Sum
     return kf, r, rl
@@ -611,37 +636,90 @@ def _sincos_body(libname, qoff):
     """sin (qoff 0) or cos (qoff 1: cos x = sin(x + pi/2))."""
 
     def body(e, x):
-        d = e.retype(64)  # float32: float64 arithmetic
-        xd = e.ext(x, d)
-        # The slow path first: in a vectorised loop this is a call per vector,
-        # and ymm/zmm registers do not survive calls, so make it where little
-        # else is live yet.
-        slow = _slow_call(d, libname, xd)
-        ax = d.fabs(xd)
-        fast = ax <= _SINCOS_HUGE  # false for inf/nan
-        xc = d.where(fast, xd, 0.0)  # keeps inf/nan/huge out of the reduction
-        if e.bits == 64:
-            kf, r, rl = _reduce_pio2(d, xc)
-            s = _sin_kernel64(d, r, rl)
-            c = _cos_kernel64(d, r, rl)
+        if e.bits == 32:
+            y = _sincos32(e, x, libname, qoff)
         else:
-            kf = d.rint(xc * _TWO_OVER_PI)
-            r = d.fma(-kf, _PIO2_1, xc)
-            r = d.fma(-kf, _PIO2_2, r)
-            z = r * r
-            s = d.fma(z * r, d.horner(z, _S32), r)
-            c = d.fma(z * z, d.horner(z, _C32), 1.0 - 0.5 * z)
-        odd, neg = d.quadrant(kf, qoff)
-        y = d.where(odd, c, s)
-        y = d.where(neg, -y, y)
-        y = d.where(fast, y, slow)
-        y = d.where(d.isinf(xd), np.nan, y)
-        y = d.ext(y, e)
+            y = _sincos64(e, x, libname, qoff)
         if libname == "sin":
             return e.where(e.isnan(x) | (x == 0.0), x, y)  # keeps -0
         return e.where(e.isnan(x), x, y)
 
     return body
+
+
+def _sincos64(e, x, libname, qoff):
+    """float64 sin/cos of x (any lanes), before the nan and -0 selects; also the
+    float32 bodies' path for |x| > _SINCOS32_FAST (with e float32: float64
+    reduction, float32 polynomials)."""
+    d = e.retype(64)
+    xd = e.ext(x, d)
+    # The slow path first: in a vectorised loop this is a call per vector,
+    # and ymm/zmm registers do not survive calls, so make it where little
+    # else is live yet.
+    slow = d.ext(_slow_call(d, libname, xd), e)
+    fast = d.fabs(xd) <= _SINCOS_HUGE  # false for inf/nan
+    xc = d.where(fast, xd, 0.0)  # keeps inf/nan/huge out of the reduction
+    if e.bits == 64:
+        kf, r, rl = _reduce_pio2(d, xc)
+        s = _sin_kernel64(d, r, rl)
+        c = _cos_kernel64(d, r, rl)
+    else:
+        kf = d.rint(xc * _TWO_OVER_PI)
+        r = d.fma(-kf, _PIO2_1, xc)
+        r = d.fma(-kf, _PIO2_2, r)
+        rh = d.ext(r, e)
+        rl = d.ext(r - e.ext(rh, d), e)  # the difference is exact in float64
+        s, c = _sincos_kernel32(e, rh, rl)
+    odd, neg = d.quadrant(kf, qoff)
+    y = e.where(odd, c, s)
+    y = e.where(neg, -y, y)
+    return e.where(fast, y, slow)  # inf is "huge": libm returns its nan
+
+
+# float32 sin/cos.  The polynomials are float32 at full lanes; r = x - k pi/2
+# reaches them as a float32 pair rh + rl (~2**-48 relative), so rounding r to
+# float32 does not reach the result (~0.85 ulp, 0.5 when all was float64).
+# For |x| <= _SINCOS32_FAST the reduction is float32 too (three float32 parts
+# of pi/2 and exact products, _reduce_pio2's scheme).  Larger lanes (and inf)
+# go to a helper called like the huge-argument one: a float64 reduction, exact
+# enough up to 2**40, and libm beyond.  Both kinds of body (scalar for the loop
+# vectoriser, explicit vectors) compute every lane the same way, so their bits
+# agree.
+_SINCOS32_FAST = _f32(4096.0)
+# 2/pi and pi/2 = P1 + P2 + P3 + ~1.1e-23 in float32 parts (mpmath), so k*(the
+# rest) stays below 3e-20 for k <= 4096 * 2/pi.
+_PIO2_32 = tuple(_f32(c) for c in (0.6366197723675814, 1.5707963705062866,
+                                   -4.371138828673793e-08, -1.7151245100058819e-15))
+
+
+def _sincos32(e, x, libname, qoff):
+    wide = _wide32_body(libname, qoff)
+    fn = _helper(e.b.module, "numgrad_vir_wide_%s_f32" % libname, _F32, wide)
+    big = _call_helper(e, fn, x, wide.mask(e, x))
+    fast = e.fabs(x) <= _SINCOS32_FAST  # ordered: false for inf/nan
+    kf, rh, rl = _reduce_pio2(e, e.where(fast, x, 0.0), _PIO2_32)
+    s, c = _sincos_kernel32(e, rh, rl)
+    odd, neg = e.quadrant(kf, qoff)
+    y = e.where(odd, c, s)
+    y = e.where(neg, -y, y)
+    return e.where(fast, y, big)
+
+
+def _wide32_body(libname, qoff):
+    def body(e, x):
+        return _sincos64(e, x, libname, qoff)
+
+    body.mask = lambda e, x: e.fabs(x) > _SINCOS32_FAST  # ordered: not nan
+    return body
+
+
+def _sincos_kernel32(e, rh, rl):
+    z = rh * rh
+    s = rh + e.fma(z * rh, e.horner(z, _S32), rl)
+    hz = 0.5 * z
+    w = 1.0 - hz
+    c = w + (((1.0 - w) - hz) + e.fma(z * z, e.horner(z, _C32), -(rh * rl)))
+    return s, c
 
 
 _BODIES = {
