@@ -162,3 +162,25 @@ def test_a_serial_loop_is_one_call_over_the_whole_loop(monkeypatch):
     # more work: chunked under prange)
     assert np.array_equal(res[True][1], res[False][1])
     np.testing.assert_allclose(res[True][0], res[False][0], rtol=1e-14)
+
+
+def test_shape_generic_plans_run_ir_bodies_with_the_static_plans_bits():
+    """A shape-generic plan (the second length of a 1-d input) reads its extents and
+    chunk counts at run time, under a Numba shell; its long loops are llvm_body bodies too
+    (they take the chunk's start and length as arguments). Same bits as the static plan
+    compiled for that length, value and gradients, and a third length reuses it."""
+    def vg():
+        return ng.jit(ng.value_and_grad(lambda x: chain(ng, x), argnums=0))
+
+    g = vg()
+    rng = np.random.default_rng(8)
+    for n in (1003, 2500, 777):
+        xs = rng.standard_normal(n) * 3
+        v, d = g(ng.tensor(xs))
+        src = g.source(ng.tensor(xs))
+        if n != 1003:
+            assert "e_a = " in src and "chunk_kernel(" in src  # generic, with IR bodies
+        vs, ds = vg()(ng.tensor(xs))  # a fresh jit: the static plan for this length
+        assert v.numpy().tobytes() == vs.numpy().tobytes()
+        assert d.numpy().tobytes() == ds.numpy().tobytes()
+    assert g.stats.compiles == 2

@@ -123,7 +123,7 @@ class KernelRenderer:
         # Long outlined bodies are LLVM IR written by codegen.llvm_body (Numba compiles
         # only the kernel around them): ``name = chunk_kernel(spec)`` lines, rendered
         # before the kernel in its own module, so both tiers have them.
-        self.ir_bodies = (options is not None and options.vector_math and not sched.generic
+        self.ir_bodies = (options is not None and options.vector_math
                           and _llvm_body.ENABLED)
         self.fastmath = options is not None and options.fastmath
         self.ir_helpers = []

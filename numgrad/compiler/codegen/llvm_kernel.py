@@ -80,6 +80,8 @@ def plan_kernel(kernel, specs, fastmath=False):
     """A description of ``kernel`` for the IR shell, or None when something in it is not
     written here. ``specs``: {loop index: (spec text, argument names)} of the loops the
     renderer gave an ``llvm_body`` body (codegen.cpu.KernelRenderer.ir_specs)."""
+    if kernel.extents:  # shape-generic: extents and chunks are known at run time only
+        return None
     where = {v: ("in", i) for i, v in enumerate(kernel.inputs)}
     bufs, steps = [], []
 
