@@ -245,13 +245,12 @@ def _entry(module, name, desc):
 
 
 def _threaded(module, b, tname, body, st, args, parts, pfor, threads):
-    """At ``b``: run the chunks of step ``st`` through ``parallel_for``. The task gets
-    the body's arguments, the parts array and a chunk counter through ``data``
-    (pointers, and scalars by address); ``args[0]`` is a table 0..chunks-1 that only
-    sets how many calls ``parallel_for`` makes."""
-    chunks = st["chunks"]
-    n = len(chunks)
-    env = b.alloca(_I8P, size=_c(len(args) + 2), name="env")
+    """At ``b``: run the chunks of step ``st`` through ``parallel_for``, one call per
+    chunk. The task gets the body's arguments and the parts array through ``data``
+    (pointers, and scalars by address), and a chunk counter as its one array argument,
+    with step 0 (every call sees the same counter)."""
+    n = len(st["chunks"])
+    env = b.alloca(_I8P, size=_c(len(args) + 1), name="env")
     for i, a in enumerate(args):
         if isinstance(a.type, ir.PointerType):
             val = b.bitcast(a, _I8P)
@@ -263,17 +262,12 @@ def _threaded(module, b, tname, body, st, args, parts, pfor, threads):
     b.store(b.bitcast(parts, _I8P), b.gep(env, [_c(len(args))]))
     counter = b.alloca(_I64, name="next_chunk")
     b.store(_c(0), counter)
-    b.store(b.bitcast(counter, _I8P), b.gep(env, [_c(len(args) + 1)]))
-    table = ir.GlobalVariable(module, ir.ArrayType(_I64, n), f"{tname}_chunks")
-    table.global_constant = True
-    table.linkage = "internal"
-    table.initializer = ir.Constant(ir.ArrayType(_I64, n), list(range(n)))
     argv = b.alloca(_I8P, size=_c(1))
-    b.store(b.bitcast(table, _I8P), argv)
+    b.store(b.bitcast(counter, _I8P), argv)
     dims = b.alloca(_I64, size=_c(1))
     b.store(_c(n), dims)
     steps = b.alloca(_I64, size=_c(1))
-    b.store(_c(8), steps)
+    b.store(_c(0), steps)
     task = _task(module, tname, body, st, [a.type for a in args])
     b.call(b.bitcast(pfor, _PFOR_T.as_pointer()),
            [b.bitcast(task, _I8P), b.bitcast(argv, _I8P), b.bitcast(dims, _I8P),
@@ -282,8 +276,8 @@ def _threaded(module, b, tname, body, st, args, parts, pfor, threads):
 
 def _task(module, name, body, st, argtypes):
     """``void name(i8** args, i64* dims, i64* steps, i8* env)``: takes the next chunk
-    from the shared counter until none is left, each chunk's sums into its slots of
-    the parts array.
+    from the counter ``args[0]`` until none is left, each chunk's sums into its slots
+    of the parts array.
 
     Chunks are handed out as threads ask for them, not split in fixed shares as
     ``parallel_for`` would: on a shared machine one thread may stall for milliseconds,
@@ -292,7 +286,7 @@ def _task(module, name, body, st, argtypes):
     order). The calls ``parallel_for`` makes after the chunks are gone return at once."""
     fn = ir.Function(module, _TASK_T, name)
     fn.linkage = "internal"
-    env = fn.args[3]
+    argv, env = fn.args[0], fn.args[3]
     entry = fn.append_basic_block("entry")
     loop = fn.append_basic_block("loop")
     run = fn.append_basic_block("run")
@@ -306,7 +300,7 @@ def _task(module, name, body, st, argtypes):
                     else b.load(b.bitcast(raw, t.as_pointer())))
     ft = _FT[st["dtype"]]
     parts = b.bitcast(b.load(b.gep(envp, [_c(len(argtypes))])), ft.as_pointer())
-    counter = b.bitcast(b.load(b.gep(envp, [_c(len(argtypes) + 1)])), _I64.as_pointer())
+    counter = b.bitcast(b.load(argv), _I64.as_pointer())
     size, outer, n = st["size"], st["outer"], len(st["chunks"])
     b.branch(loop)
     b.position_at_end(loop)

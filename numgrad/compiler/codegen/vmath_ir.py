@@ -306,72 +306,32 @@ class _B:
 # is marked, and the caller selects the helper's value only for marked lanes.
 # ---------------------------------------------------------------------------
 
-_SLOW_LANES = (2, 4, 8, 16)
+_HELPER_LANES = (2, 4, 8, 16)
 # Above this |x| the Cody-Waite reduction is no longer trusted (exact enough to
 # ~2**44; 2**40 leaves margin); libm's Payne-Hanek takes over.
 _SINCOS_HUGE = 2.0 ** 40
 
 
-def _helper(module, name, ft, slow_body):
-    """A noinline helper with vector variants for ``_SLOW_LANES`` lanes: each returns
-    ``slow_body(emitter, x)`` where some lane is marked by ``slow_body.mask`` and
-    zeros otherwise (the vector variant tests all lanes once, returning at once when
-    none is marked)."""
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
-    bits = 64 if ft == _F64 else 32
-    fnty = ir.FunctionType(ft, [ft])
-    fn = ir.Function(module, fnty, name)
-    # weak_odr, not linkonce_odr/internal: Numba optimises each module before
-    # linking and would drop the (so far unreferenced) vector variants, which
-    # the vectoriser requires to exist.
-    fn.linkage = "weak_odr"
-    attrs = AttrsWithStrings(["noinline", "nounwind", "readnone"])
-    attrs.extra = ['"vector-function-abi-variant"="%s"' % ",".join(
-        "_ZGV_LLVM_N%dv_%s(%s_v%d)" % (n, name, name, n) for n in _SLOW_LANES)]
-    fn.attributes = attrs
-    variants = [(fn, 0)]
-    for n in _SLOW_LANES:
-        vt = ir.VectorType(ft, n)
-        vf = ir.Function(module, ir.FunctionType(vt, [vt]), "%s_v%d" % (name, n))
-        vf.linkage = "weak_odr"
-        vf.attributes.add("noinline")
-        vf.attributes.add("nounwind")
-        variants.append((vf, n))
-    for f, n in variants:
-        entry, slow, done = (f.append_basic_block(s) for s in ("entry", "slow", "fast"))
-        e = _E(ir.IRBuilder(entry), bits, n)
-        x = _V(e, f.args[0])
-        mark = slow_body.mask(e, x)
-        anyh = (mark.v if not n else e.b.icmp_unsigned(
-            "!=", e.b.bitcast(mark.v, ir.IntType(n)), ir.Constant(ir.IntType(n), 0)))
-        e.b.cbranch(anyh, slow, done)
-        e.b.position_at_end(done)
-        e.b.ret(ir.Constant(e.ft, None))
-        e.b.position_at_end(slow)
-        e.b.ret(e.v(slow_body(e, x)))
-    return fn
-
-
-def _call_helper(e, fn, x, mark):
-    """fn(x) where ``mark`` (a lane mask of x) has some lane set, else zeros.
+def _out_of_line(e, name, mark, body, x):
+    """``body(e, x, mark(e, x))`` for the lanes of x that ``mark`` sets, from the
+    noinline helper ``name`` (defined on first use in the module), zeros elsewhere.
 
     Scalar bodies (for LLVM's loop vectoriser) must stay straight-line, so they call
     the helper unconditionally and the vectoriser calls its vector variant once per
-    vector. Bodies written with explicit vectors (``e.lanes``, as llvm_body writes
-    them) branch to that call only when some lane is marked: the call itself returns
-    at once, but every vector register is caller-saved, so an unconditional call
-    spills all that is live around it. W2's value_and_grad (sin and cos of one value,
-    1 thread, 1e5 elements, min of 101 calls in fresh processes, 3 interleaved pairs)
-    ran 15-30% faster per element in float64 and about 10% in float32 with the call
-    out of the hot path."""
+    vector; the variant tests the lanes and returns at once when none is set. Bodies
+    written with explicit vectors (``e.lanes``, as llvm_body writes them) branch to
+    the call only when some lane is set: the call itself returns at once, but every
+    vector register is caller-saved, so an unconditional call spills all that is live
+    around it. W2's value_and_grad (sin and cos of one value, 1 thread, 1e5 elements,
+    min of 101 calls in fresh processes, 3 interleaved pairs) ran 15-30% faster per
+    element in float64 and about 10% in float32 with the call out of the hot path."""
+    fn = _helper(e.b.module, name, e.bits, mark, body)
     if not e.lanes:
         return _V(e, e.b.call(fn, [e.v(x)]))
     b = e.b
-    vfn = b.module.globals["%s_v%d" % (fn.name, e.lanes)]
+    vfn = b.module.globals["%s_v%d" % (name, e.lanes)]
     xv = e.v(x)
-    anyh = b.icmp_unsigned("!=", b.bitcast(mark.v, ir.IntType(e.lanes)),
+    anyh = b.icmp_unsigned("!=", b.bitcast(mark(e, x).v, ir.IntType(e.lanes)),
                            ir.Constant(ir.IntType(e.lanes), 0))
     before = b.block
     with b.if_then(anyh, likely=False):
@@ -383,14 +343,56 @@ def _call_helper(e, fn, x, mark):
     return _V(e, out)
 
 
-def _libm_body(libname):
-    """libm(x) lane by lane for |x| > 2**40 (float64), 0.0 for the others."""
+def _helper(module, name, bits, mark, body):
+    """The helper of ``_out_of_line``: a scalar function and its vector variants for
+    ``_HELPER_LANES`` lanes, tied together by "vector-function-abi-variant"."""
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    ft = _F64 if bits == 64 else _F32
+    fn = ir.Function(module, ir.FunctionType(ft, [ft]), name)
+    # weak_odr, not linkonce_odr/internal: Numba optimises each module before
+    # linking and would drop the (so far unreferenced) vector variants, which
+    # the vectoriser requires to exist.
+    fn.linkage = "weak_odr"
+    attrs = AttrsWithStrings(["noinline", "nounwind", "readnone"])
+    attrs.extra = ['"vector-function-abi-variant"="%s"' % ",".join(
+        "_ZGV_LLVM_N%dv_%s(%s_v%d)" % (n, name, name, n) for n in _HELPER_LANES)]
+    fn.attributes = attrs
+    variants = [(fn, 0)]
+    for n in _HELPER_LANES:
+        vt = ir.VectorType(ft, n)
+        vf = ir.Function(module, ir.FunctionType(vt, [vt]), "%s_v%d" % (name, n))
+        vf.linkage = "weak_odr"
+        vf.attributes.add("noinline")
+        vf.attributes.add("nounwind")
+        variants.append((vf, n))
+    for f, n in variants:
+        entry, slow, done = (f.append_basic_block(s) for s in ("entry", "slow", "fast"))
+        e = _E(ir.IRBuilder(entry), bits, n)
+        x = _V(e, f.args[0])
+        marked = mark(e, x)
+        anyh = (marked.v if not n else e.b.icmp_unsigned(
+            "!=", e.b.bitcast(marked.v, ir.IntType(n)), ir.Constant(ir.IntType(n), 0)))
+        e.b.cbranch(anyh, slow, done)
+        e.b.position_at_end(done)
+        e.b.ret(ir.Constant(e.ft, None))
+        e.b.position_at_end(slow)
+        e.b.ret(e.v(body(e, x, marked)))
+    return fn
 
-    def body(e, x):
+
+def _huge(e, x):
+    return e.fabs(x) > _SINCOS_HUGE  # ordered: nan is not huge
+
+
+def _slow_call(e, libname, x):
+    """libm(x) for |x| > 2**40, else 0.0 (x and result float64, any lanes)."""
+
+    def libm(e, x, huge):  # lane by lane, only the huge ones
         libfn = declare(e.b.module, ir.FunctionType(_F64, [_F64]), libname)
         if not e.lanes:
             return _V(e, e.b.call(libfn, [e.v(x)]))
-        huge = body.mask(e, x)
         i32 = ir.IntType(32)
         out = ir.Constant(e.ft, None)
         for i in range(e.lanes):
@@ -400,15 +402,7 @@ def _libm_body(libname):
             out = e.b.insert_element(out, res, ir.Constant(i32, i))
         return _V(e, out)
 
-    body.mask = lambda e, x: e.fabs(x) > _SINCOS_HUGE  # ordered: nan is not huge
-    return body
-
-
-def _slow_call(e, libname, x):
-    """libm(x) for |x| > 2**40, else 0.0 (x and result float64, any lanes)."""
-    body = _libm_body(libname)
-    fn = _helper(e.b.module, "numgrad_vir_slow_%s_f64" % libname, _F64, body)
-    return _call_helper(e, fn, x, body.mask(e, x))
+    return _out_of_line(e, "numgrad_vir_slow_%s_f64" % libname, _huge, libm, x)
 
 
 # ---------------------------------------------------------------------------
@@ -688,9 +682,8 @@ _PIO2_32 = tuple(_f32(c) for c in (0.6366197723675814, 1.5707963705062866,
 
 
 def _sincos32(e, x, libname, qoff):
-    wide = _wide32_body(libname, qoff)
-    fn = _helper(e.b.module, "numgrad_vir_wide_%s_f32" % libname, _F32, wide)
-    big = _call_helper(e, fn, x, wide.mask(e, x))
+    big = _out_of_line(e, "numgrad_vir_wide_%s_f32" % libname, _beyond32,
+                       lambda e, x, _: _sincos64(e, x, libname, qoff), x)
     fast = e.fabs(x) <= _SINCOS32_FAST  # ordered: false for inf/nan
     kf, rh, rl = _reduce_pio2(e, e.where(fast, x, 0.0), _PIO2_32)
     s, c = _sincos_kernel32(e, rh, rl)
@@ -700,12 +693,8 @@ def _sincos32(e, x, libname, qoff):
     return e.where(fast, y, big)
 
 
-def _wide32_body(libname, qoff):
-    def body(e, x):
-        return _sincos64(e, x, libname, qoff)
-
-    body.mask = lambda e, x: e.fabs(x) > _SINCOS32_FAST  # ordered: not nan
-    return body
+def _beyond32(e, x):
+    return e.fabs(x) > _SINCOS32_FAST  # ordered: nan is not
 
 
 def _sincos_kernel32(e, rh, rl):
