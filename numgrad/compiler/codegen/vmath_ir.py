@@ -33,15 +33,17 @@ flag (FMA contraction; the algorithms are written to be correct with or without
 it).  Numba's fastmath pass only adds the caller's flags to instructions that
 have none, so a caller's ``fastmath`` (even ``True``) does not reach the
 error-free sums and the NaN/inf selects.  (It does tag the float-returning
-calls inside -- ``llvm.fma``/``llvm.rint`` and the libm slow path -- whose
-inputs are finite by construction, and inf is handled by an explicit select.)
+calls inside -- ``llvm.fma``/``llvm.rint`` and the libm slow path; sin/cos pass
+nan and inf lanes through those, which is what ``fastmath=True`` documents giving up.)
 
 Huge arguments of sin/cos
 -------------------------
-|x| > 2**40 is beyond the Cody-Waite reduction; those lanes go to libm through
-a ``noinline readnone`` helper that carries a ``vector-function-abi-variant``
-attribute: the loop vectoriser calls its vector variant once per vector, and
-that returns at once unless some lane is huge.  float32 sin/cos reduce in
+|x| > 2**40 (and inf) is beyond the Cody-Waite reduction; the fast path computes
+garbage for those lanes and a ``noinline readnone`` helper patches them with
+libm's value afterwards (``_out_of_line``). Scalar bodies call it for LLVM's loop
+vectoriser through a ``vector-function-abi-variant`` attribute, once per vector,
+and the variant returns at once unless some lane is huge; bodies with explicit
+vectors branch around the call.  float32 sin/cos reduce in
 float32 up to |x| = 4096 (the polynomials are float32 at full lanes either
 way); larger lanes go to a helper of the same kind with the float64 reduction.
 
@@ -199,14 +201,6 @@ class _E:
         m = b.bitcast(b.sub(ix, b.and_(tmp, self.icon(-(1 << self.mb)))), self.ft)
         return _V(self, m), _V(self, b.sitofp(k, self.ft))
 
-    def quadrant(self, kf, qoff):
-        """(odd, neg) bits of int(kf) + qoff: (q & 1) != 0, (q & 2) != 0."""
-        b = self.b
-        q = b.add(b.fptosi(self.v(kf), self.it), self.icon(qoff))
-        odd = b.icmp_signed("!=", b.and_(q, self.icon(1)), self.icon(0))
-        neg = b.icmp_signed("!=", b.and_(q, self.icon(2)), self.icon(0))
-        return _B(self, odd), _B(self, neg)
-
     def ext(self, x, e2):
         """Convert x (of this emitter's type) to e2's type."""
         if e2.bits == self.bits:
@@ -312,34 +306,35 @@ _HELPER_LANES = (2, 4, 8, 16)
 _SINCOS_HUGE = 2.0 ** 40
 
 
-def _out_of_line(e, name, mark, body, x):
-    """``body(e, x, mark(e, x))`` for the lanes of x that ``mark`` sets, from the
-    noinline helper ``name`` (defined on first use in the module), zeros elsewhere.
+def _out_of_line(e, name, mark, body, x, y):
+    """y, with the lanes of x that ``mark`` sets replaced by ``body(e, x, mark(e, x))``
+    from the noinline helper ``name`` (defined on first use in the module).
 
     Scalar bodies (for LLVM's loop vectoriser) must stay straight-line, so they call
     the helper unconditionally and the vectoriser calls its vector variant once per
     vector; the variant tests the lanes and returns at once when none is set. Bodies
     written with explicit vectors (``e.lanes``, as llvm_body writes them) branch to
-    the call only when some lane is set: the call itself returns at once, but every
-    vector register is caller-saved, so an unconditional call spills all that is live
-    around it. W2's value_and_grad (sin and cos of one value, 1 thread, 1e5 elements,
-    min of 101 calls in fresh processes, 3 interleaved pairs) ran 15-30% faster per
-    element in float64 and about 10% in float32 with the call out of the hot path."""
+    the call, and the select of its lanes, only when some lane is set: the call itself
+    returns at once, but every vector register is caller-saved, so an unconditional
+    call spills all that is live around it. W2's value_and_grad (sin and cos of one
+    value, 1 thread, 1e5 elements, min of 101 calls in fresh processes, 3 interleaved
+    pairs) ran 15-30% faster per element in float64 and about 10% in float32 with the
+    call out of the hot path."""
     fn = _helper(e.b.module, name, e.bits, mark, body)
+    marked = mark(e, x)
     if not e.lanes:
-        return _V(e, e.b.call(fn, [e.v(x)]))
+        return e.where(marked, _V(e, e.b.call(fn, [e.v(x)])), y)
     b = e.b
     vfn = b.module.globals["%s_v%d" % (name, e.lanes)]
-    xv = e.v(x)
-    anyh = b.icmp_unsigned("!=", b.bitcast(mark(e, x).v, ir.IntType(e.lanes)),
+    anyh = b.icmp_unsigned("!=", b.bitcast(marked.v, ir.IntType(e.lanes)),
                            ir.Constant(ir.IntType(e.lanes), 0))
     before = b.block
     with b.if_then(anyh, likely=False):
-        slow = b.call(vfn, [xv])
+        patched = b.select(marked.v, b.call(vfn, [e.v(x)]), e.v(y))
         slow_end = b.block
-    out = b.phi(xv.type)
-    out.add_incoming(ir.Constant(xv.type, None), before)  # zeroinitializer: +0.0 lanes
-    out.add_incoming(slow, slow_end)
+    out = b.phi(e.ft)
+    out.add_incoming(e.v(y), before)
+    out.add_incoming(patched, slow_end)
     return _V(e, out)
 
 
@@ -386,8 +381,8 @@ def _huge(e, x):
     return e.fabs(x) > _SINCOS_HUGE  # ordered: nan is not huge
 
 
-def _slow_call(e, libname, x):
-    """libm(x) for |x| > 2**40, else 0.0 (x and result float64, any lanes)."""
+def _libm_huge(e, libname, x, y):
+    """y, with libm's value for the lanes where |x| > 2**40 (x, y float64, any lanes)."""
 
     def libm(e, x, huge):  # lane by lane, only the huge ones
         libfn = declare(e.b.module, ir.FunctionType(_F64, [_F64]), libname)
@@ -402,7 +397,7 @@ def _slow_call(e, libname, x):
             out = e.b.insert_element(out, res, ir.Constant(i32, i))
         return _V(e, out)
 
-    return _out_of_line(e, "numgrad_vir_slow_%s_f64" % libname, _huge, libm, x)
+    return _out_of_line(e, "numgrad_vir_slow_%s_f64" % libname, _huge, libm, x, y)
 
 
 # ---------------------------------------------------------------------------
@@ -621,47 +616,62 @@ def _cos_kernel64(e, r, rl):
 
 
 def _sincos_body(libname, qoff):
-    """sin (qoff 0) or cos (qoff 1: cos x = sin(x + pi/2))."""
+    """sin (qoff 0) or cos (qoff 1: cos x = sin(x + pi/2)) of x.
+
+    Both reduce |x|: sin is odd, and x's sign goes back in with the quadrant's as one
+    xor of the sign bit (so sin(-0) is -0). nan and inf need no select: they go
+    through the arithmetic as nan. The lanes that the fast path does not cover are
+    patched after it (``_out_of_line``), so none of this is a select in the hot path
+    but the quadrant's choice of kernel: W2's float32 value_and_grad body ran ~8%
+    faster than with the earlier selects of nan, -0, the quadrant's sign and the
+    out-of-range lanes."""
 
     def body(e, x):
-        if e.bits == 32:
-            y = _sincos32(e, x, libname, qoff)
-        else:
-            y = _sincos64(e, x, libname, qoff)
-        if libname == "sin":
-            return e.where(e.isnan(x) | (x == 0.0), x, y)  # keeps -0
-        return e.where(e.isnan(x), x, y)
+        return (_sincos32 if e.bits == 32 else _sincos64)(e, x, libname, qoff)
 
     return body
 
 
+def _fold(e, k, kf, s, c, x, qoff):
+    """sin or cos of x from the reduction of |x| (kf: its integer multiple of pi/2, a
+    float of emitter k) and the kernels s = sin r, c = cos r (of emitter e): quadrant
+    q = int(kf) + qoff takes c when odd and flips the sign when q & 2; sin (qoff 0)
+    then takes x's sign too."""
+    b = e.b
+    # kf + 1.5 * 2**mb holds int(kf) in its low bits for |kf| < 2**(mb - 1), and is
+    # defined for every kf (fptosi is poison for nan and out-of-range values).
+    q = b.bitcast((kf + 1.5 * 2.0 ** k.mb).v, k.it)
+    if k.bits != e.bits:
+        q = b.trunc(q, e.it)
+    q = b.add(q, e.icon(qoff))
+    odd = b.icmp_unsigned("!=", b.and_(q, e.icon(1)), e.icon(0))
+    y = b.bitcast(b.select(odd, e.v(c), e.v(s)), e.it)
+    sign = b.shl(b.and_(q, e.icon(2)), e.icon(e.bits - 2))
+    if qoff == 0:
+        sign = b.xor(sign, b.and_(e._bits(x), e.icon(-(1 << (e.bits - 1)))))
+    return _V(e, b.bitcast(b.xor(y, sign), e.ft))
+
+
 def _sincos64(e, x, libname, qoff):
-    """float64 sin/cos of x (any lanes), before the nan and -0 selects; also the
-    float32 bodies' path for |x| > _SINCOS32_FAST (with e float32: float64
-    reduction, float32 polynomials)."""
+    """float64 sin/cos of x (any lanes); also the float32 bodies' path for
+    |x| > _SINCOS32_FAST (with e float32: float64 reduction, float32 polynomials).
+    |x| > 2**40 (and inf) is libm's."""
     d = e.retype(64)
     xd = e.ext(x, d)
-    # The slow path first: in a vectorised loop this is a call per vector,
-    # and ymm/zmm registers do not survive calls, so make it where little
-    # else is live yet.
-    slow = d.ext(_slow_call(d, libname, xd), e)
-    fast = d.fabs(xd) <= _SINCOS_HUGE  # false for inf/nan
-    xc = d.where(fast, xd, 0.0)  # keeps inf/nan/huge out of the reduction
+    ax = d.fabs(xd)
     if e.bits == 64:
-        kf, r, rl = _reduce_pio2(d, xc)
+        kf, r, rl = _reduce_pio2(d, ax)
         s = _sin_kernel64(d, r, rl)
         c = _cos_kernel64(d, r, rl)
     else:
-        kf = d.rint(xc * _TWO_OVER_PI)
-        r = d.fma(-kf, _PIO2_1, xc)
+        kf = d.rint(ax * _TWO_OVER_PI)
+        r = d.fma(-kf, _PIO2_1, ax)
         r = d.fma(-kf, _PIO2_2, r)
         rh = d.ext(r, e)
         rl = d.ext(r - e.ext(rh, d), e)  # the difference is exact in float64
         s, c = _sincos_kernel32(e, rh, rl)
-    odd, neg = d.quadrant(kf, qoff)
-    y = e.where(odd, c, s)
-    y = e.where(neg, -y, y)
-    return e.where(fast, y, slow)  # inf is "huge": libm returns its nan
+    y = e.ext(_fold(e, d, kf, s, c, x, qoff), d)
+    return d.ext(_libm_huge(d, libname, xd, y), e)
 
 
 # float32 sin/cos.  The polynomials are float32 at full lanes; r = x - k pi/2
@@ -682,15 +692,11 @@ _PIO2_32 = tuple(_f32(c) for c in (0.6366197723675814, 1.5707963705062866,
 
 
 def _sincos32(e, x, libname, qoff):
-    big = _out_of_line(e, "numgrad_vir_wide_%s_f32" % libname, _beyond32,
-                       lambda e, x, _: _sincos64(e, x, libname, qoff), x)
-    fast = e.fabs(x) <= _SINCOS32_FAST  # ordered: false for inf/nan
-    kf, rh, rl = _reduce_pio2(e, e.where(fast, x, 0.0), _PIO2_32)
+    kf, rh, rl = _reduce_pio2(e, e.fabs(x), _PIO2_32)
     s, c = _sincos_kernel32(e, rh, rl)
-    odd, neg = e.quadrant(kf, qoff)
-    y = e.where(odd, c, s)
-    y = e.where(neg, -y, y)
-    return e.where(fast, y, big)
+    y = _fold(e, e, kf, s, c, x, qoff)
+    return _out_of_line(e, "numgrad_vir_wide_%s_f32" % libname, _beyond32,
+                        lambda e, x, _: _sincos64(e, x, libname, qoff), x, y)
 
 
 def _beyond32(e, x):
