@@ -50,7 +50,9 @@ def _worktree(rev, where):
 
 def _run(tree, bench_args, out, cache):
     env = dict(os.environ, NUMGRAD_CACHE_DIR=str(cache), PYTHONPATH=str(tree))
-    cmd = [sys.executable, "-m", "numgrad", "bench", "--quick", "--no-plot", "--rounds", "3",
+    # bench.runner, not ``numgrad bench``: revisions before issue 15 had a CLI that
+    # passed only some of the runner's options through.
+    cmd = [sys.executable, "-m", "bench.runner", "--quick", "--no-plot", "--rounds", "3",
            "--out-dir", str(out)] + bench_args
     subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
     rows = json.loads(next(out.glob("*.json")).read_text())["rows"]

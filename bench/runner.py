@@ -125,15 +125,22 @@ def _versions() -> dict:
             v[mod] = importlib.import_module(mod).__version__
         except Exception:  # noqa: BLE001
             v[mod] = None
+    cpu = cpu_model()
+    if cpu:
+        v["cpu"] = cpu
+    return v
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name (Linux), for a result to say which machine made it."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("model name"):
-                    v["cpu"] = line.split(":", 1)[1].strip()
-                    break
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return v
+    return None
 
 
 # ----------------------------------------------------------------------------- one case

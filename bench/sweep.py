@@ -32,6 +32,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:  # run as a script (python bench/sweep.py): bench/ is on the path, not ROOT
+    sys.path.insert(0, ROOT)
+from bench.runner import cpu_model  # noqa: E402  (light: numba and numpy load on use)
 SYSTEMS = ("numgrad jit v&g", "numgrad jit", "torch.compile", "torch.compile+backward", "jax jit")
 W3_SYSTEMS = ("numgrad jit v&g", "numgrad jit", "torch.compile", "torch eager", "jax jit")
 WORKLOADS = {"W2": "bench.w2_elementwise", "W3": "bench.w3_mlp"}
@@ -152,6 +155,18 @@ def run(sizes, dtypes, systems, threads, rounds=1, w3=True, verbose=True):
         if r["workload"] == "W2":
             r["floor_s"] = _floor(r, triad)
     return rows, triad
+
+
+def _revision():
+    """numgrad's git revision (with "+edits" when the tree has uncommitted changes)."""
+    try:
+        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev + ("+edits" if dirty else "")
 
 
 def _floor(r, triad):
@@ -308,12 +323,14 @@ def main(argv=None):
     rows, triad = run([int(float(s)) for s in a.sizes], a.dtypes, a.systems, a.threads,
                       a.rounds, not a.no_w3)
     gs = goals(rows)
+    machine = {"cpu": cpu_model(), "cpus": os.cpu_count(), "revision": _revision()}
     text = (f"{table(rows)}\n\ntriad {triad['GBps']:.1f} GB/s (rounds: "
             f"{', '.join(f'{g:.1f}' for g in triad['rounds'])}), {a.threads} threads, "
-            f"{a.rounds} round(s)\n\n{goals_table(gs)}\n")
+            f"{a.rounds} round(s); {machine['cpu']}, {machine['cpus']} CPUs, numgrad at "
+            f"{machine['revision']}\n\n{goals_table(gs)}\n")
     with open(os.path.join(out_dir, "sweep.json"), "w") as fh:
         json.dump({"triad": triad, "rows": rows, "threads": a.threads, "rounds": a.rounds,
-                   "goals": gs}, fh, indent=1)
+                   "machine": machine, "goals": gs}, fh, indent=1)
     with open(os.path.join(out_dir, "sweep.md"), "w") as fh:
         fh.write(text)
     print(text)
