@@ -173,6 +173,10 @@ class _E:
     def signbit(self, x):
         return _B(self, self.b.icmp_signed("<", self._bits(x), self.icon(0)))
 
+    def sign_bits(self, x):
+        """x's sign bit in place, the rest zero (an integer of the float's width)."""
+        return self.b.and_(self._bits(x), self.icon(-(1 << (self.bits - 1))))
+
     def pow2(self, kf):
         """2**k for integer-valued float k in the normal exponent range."""
         return _V(self, self._exp_field(self.b.fptosi(self.v(kf), self.it)))
@@ -648,7 +652,7 @@ def _fold(e, k, kf, s, c, x, qoff):
     y = b.bitcast(b.select(odd, e.v(c), e.v(s)), e.it)
     sign = b.shl(b.and_(q, e.icon(2)), e.icon(e.bits - 2))
     if qoff == 0:
-        sign = b.xor(sign, b.and_(e._bits(x), e.icon(-(1 << (e.bits - 1)))))
+        sign = b.xor(sign, e.sign_bits(x))
     return _V(e, b.bitcast(b.xor(y, sign), e.ft))
 
 
