@@ -4,19 +4,51 @@ Blocks of one file run in order in one namespace (a later block may use an earli
 names), in a fresh temporary directory, as a reader would paste them. A block that is not
 meant to run is fenced as something else (```console, ```text). Each block's failure names
 the file and the line where the block starts, so a broken example is found at once.
+
+A block whose first line is ``# needs: X`` shows a feature that may be missing here (a GPU,
+an optional extra, a part of numgrad still being written): it runs when X is available and
+is otherwise only compiled (so its syntax cannot rot), with a warning naming it. ``NEEDS``
+says how each X is probed; an X it does not know is an error, so a typo cannot skip a block.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import warnings
 from pathlib import Path
 
 import pytest
 
+import numgrad as ng
+
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+README = ROOT / "README.md"
+DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
+README_MAX_LINES = 250
+# The README's two commands, verbatim: what a new user pastes first.
+README_COMMANDS = (
+    'pip install -e . && python -m numgrad demo',
+    'pip install -e ".[dev]" && python -m pytest',
+)
 
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+_NEEDS = re.compile(r"\A#[ \t]*needs:[ \t]*([\w-]+)[ \t]*$", re.M)
+
+
+def _cuda_available() -> bool:
+    probe = getattr(getattr(ng, "cuda", None), "is_available", None)
+    if probe is None:
+        from numgrad.devices import cuda_is_available as probe
+    return bool(probe())
+
+
+NEEDS = {
+    "training": lambda: hasattr(ng, "optim"),
+    "distributed": lambda: (importlib.util.find_spec("distributed") is not None
+                            and hasattr(ng, "distributed")),
+    "cuda": _cuda_available,
+}
 
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
@@ -24,9 +56,22 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
     return [(text.count("\n", 0, m.start(1)) + 1, m.group(1)) for m in _FENCE.finditer(text)]
 
 
+def needs(code: str) -> str | None:
+    """The X of a block whose first line is ``# needs: X``, else None."""
+    m = _NEEDS.match(code)
+    return m.group(1) if m else None
+
+
 def test_block_finder_sees_fences_and_only_python():
     text = "a\n```python\nx = 1\n```\n```console\n$ ls\n```\n```python\ny = 2\n```\n"
     assert python_blocks(text) == [(3, "x = 1\n"), (9, "y = 2\n")]
+
+
+def test_needs_reads_only_the_first_line():
+    assert needs("# needs: cuda\nx = 1\n") == "cuda"
+    assert needs("#needs:training\n") == "training"
+    assert needs("x = 1\n# needs: cuda\n") is None
+    assert needs("# needs cuda\n") is None
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -38,9 +83,66 @@ def test_markdown_python_blocks_run(path, tmp_path, monkeypatch):
     monkeypatch.setenv("NUMGRAD_PROGRESS", os.environ.get("NUMGRAD_PROGRESS", "0"))
     namespace: dict = {"__name__": "__docs__"}
     for line, code in blocks:
+        where = f"{path.relative_to(ROOT)}:{line}"
+        compiled = compile(code, where, "exec")
+        need = needs(code)
+        if need is not None:
+            assert need in NEEDS, (f"the python block at {where} needs {need!r}; known: "
+                                   f"{sorted(NEEDS)} (add a probe to NEEDS in {__file__})")
+            if not NEEDS[need]():
+                warnings.warn(f"the python block at {where} was not run: {need} is not "
+                              f"available here", UserWarning, stacklevel=1)
+                continue
         try:
-            exec(compile(code, f"{path.relative_to(ROOT)}:{line}", "exec"), namespace)
+            exec(compiled, namespace)
         except Exception as exc:  # noqa: BLE001 - re-raised with where the block is
             raise AssertionError(
-                f"the python block at {path.relative_to(ROOT)} line {line} failed: "
-                f"{type(exc).__name__}: {exc}") from exc
+                f"the python block at {where} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def test_readme_is_short_and_starts_with_the_two_commands():
+    text = README.read_text()
+    lines = text.count("\n") + (not text.endswith("\n"))
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines, more than {README_MAX_LINES}: move detail to docs/")
+    for command in README_COMMANDS:
+        assert command in text, f"README.md lost the command {command!r}"
+
+
+def module_map(text: str) -> set[str]:
+    """The files the README's module map names, as paths under ``numgrad/``.
+
+    Each line of the map's ```text block starts with paths separated by ", " (a
+    ``dir/{a,b}.py`` spells several; a path ending in "/" opens a folder for the lines
+    indented below it), then two spaces and what they hold.
+    """
+    block = text.split("## Module map", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    folders: dict[int, str] = {}
+    files = set()
+    for line in block.splitlines()[1:]:          # the first line is "numgrad/"
+        indent = len(line) - len(line.lstrip())
+        folders = {i: f for i, f in folders.items() if i < indent}
+        prefix = "".join(folders[i] for i in sorted(folders))
+        for item in re.split(r"\s{2,}", line.strip())[0].split(", "):
+            if item.endswith("/"):
+                folders[indent] = item
+                continue
+            m = re.fullmatch(r"(.*)\{(.*)\}(.*)", item)
+            names = [m.group(1) + n + m.group(3) for n in m.group(2).split(",")] if m else [item]
+            files.update(prefix + n for n in names)
+    return files
+
+
+def test_module_map_parser():
+    text = ("## Module map\n```text\nnumgrad/\n  a.py, b/{c,d}.py  what\n  e/\n"
+            "    f.py  g\n  h.py  i\n```\n")
+    assert module_map(text) == {"a.py", "b/c.py", "b/d.py", "e/f.py", "h.py"}
+
+
+def test_readme_module_map_names_every_file():
+    package = ROOT / "numgrad"
+    on_disk = {str(p.relative_to(package)) for p in package.rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
+    named = module_map(README.read_text())
+    assert not on_disk - named, f"README.md's module map leaves out {sorted(on_disk - named)}"
+    assert not named - on_disk, f"README.md's module map names missing files {sorted(named - on_disk)}"
