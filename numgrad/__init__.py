@@ -27,6 +27,8 @@ from numgrad.ops import all, any, equal, bmm, einsum, sort, argsort, topk  # noq
 from numgrad import autograd, nn, viz
 from numgrad.nn.functional import softmax, log_softmax, logsumexp
 from numgrad.errors import TracingError
+from numgrad.dlpack import from_dlpack
+from numgrad.serialization import save, load
 
 float = float32  # noqa: A001  (PyTorch spells the default float dtype this way too)
 double = float64
