@@ -114,11 +114,14 @@ def _sizes(ins, shapes):
                 raise _error(f"subscript {c} is repeated for operand {k} but the sizes don't "
                              f"match, {n} != {mine[c]}")
             mine[c] = n
-        for c, n in mine.items():
+        for d, (c, n) in enumerate(zip(labels, shape)):
             prev = size.get(c, 1)
             if n != 1 and prev != 1 and n != prev:
-                name = "..." if isinstance(c, int) else c
-                raise _error(f"subscript {name} has size {n} for operand {k} which does not "
+                if isinstance(c, int):  # PyTorch's text, its missing space included
+                    raise _error(f"dimension {d} covered by ellipsis in operand {k}has size {n} "
+                                 "which does not broadcast with previously seen ellipsis with "
+                                 f"size {prev} for the respective dimension")
+                raise _error(f"subscript {c} has size {n} for operand {k} which does not "
                              f"broadcast with previously seen size {prev}")
             size[c] = builtins.max(prev, n) if n != 1 else prev
     return size
@@ -225,8 +228,8 @@ def einsum(equation, *operands) -> Tensor:
         raise _error("must provide at least one operand")
     for k, t in enumerate(operands):
         if not isinstance(t, Tensor):
-            raise TypeError(f"einsum(): argument 'operands' must be tuple of Tensors, but got "
-                            f"{type(t).__name__} at position {k}")
+            raise TypeError(f"expected Tensor as element {k} in argument 1, but got "
+                            f"{type(t).__name__}")
         if t.dtype is not operands[0].dtype:
             raise RuntimeError(f"expected scalar type {_SCALAR[operands[0].dtype.name]} but "
                                f"found {_SCALAR[t.dtype.name]}")
