@@ -185,7 +185,7 @@ def from_bytes(data: bytes, name="<bytes>", map_location=None):
                    "bytes after the length: the file is truncated, or not a numgrad file")
     try:
         header = json.loads(data[8:8 + n].decode("utf-8"), parse_constant=_no_constants)
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise fail(f"the header is not valid JSON ({e}): the file is corrupt") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise fail("the header does not say it is a numgrad file")
@@ -194,7 +194,10 @@ def from_bytes(data: bytes, name="<bytes>", map_location=None):
                    f"reads ({VERSION}); a newer numgrad may have written it")
     body = memoryview(data)[8 + n:]
     tensors = _read_tensors(header.get("tensors"), body, fail, map_location)
-    return _decode(header.get("tree"), tensors, fail)
+    try:
+        return _decode(header.get("tree"), tensors, fail)
+    except RecursionError:
+        raise fail("the header's tree is nested deeper than Python can rebuild") from None
 
 
 def _no_constants(word):

@@ -212,3 +212,11 @@ def test_load_onto_a_missing_cuda_device_says_to_use_map_location(tmp_path, monk
         ng.load(io.BytesIO(data))
     got = ng.load(io.BytesIO(data), map_location="cpu")
     assert got["a"].device.type == "cpu"
+
+
+def test_a_deeply_nested_header_is_a_clear_error():
+    raw = json.dumps({"format": "numgrad", "version": 1, "tree": 0, "tensors": []})
+    raw = raw.replace('"tree": 0', '"tree": ' + '{"list": [' * 100000 + ']}' * 100000)
+    data = struct.pack("<Q", len(raw)) + raw.encode()
+    with pytest.raises(LoadError, match="JSON|nested"):
+        ng.load(io.BytesIO(data))

@@ -90,8 +90,9 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False,
     tensor([1, 2, 0])
     """
     _check(input, "argsort")
-    return sort(input, dim, descending)[1] if input.ndim == 0 else \
-        _sorted_indices(input, dim, descending)[2]
+    from numgrad.ops.layout import reshape
+    idx = _sorted_indices(input, dim, descending)[2]
+    return reshape(idx, ()) if input.ndim == 0 else idx
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True,
