@@ -160,7 +160,7 @@ def _issue11_numpy_steps(x, w):
             + x.flip(1) * w.roll(1, 0) + x.tril(1))
 
 
-def _issue27_ops(x, w):
+def _training_ops(x, w):
     # sort/topk (an argsort host step, then gathers), einsum and bmm (matmuls), all/any
     # (fused count reductions) between the kernels
     m = _lib(x)
@@ -172,7 +172,7 @@ def _issue27_ops(x, w):
 
 
 CPU_CASES = {
-    "issue27_ops": _issue27_ops,
+    "training_ops": _training_ops,
     "issue11_elementwise": _issue11_elementwise,
     "issue11_numpy_steps": _issue11_numpy_steps,
     "elementwise": _fused_elementwise,
