@@ -23,9 +23,12 @@ from numgrad.ops import (neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid
                          erf, log1p, expm1, remainder, fmod, hypot, var, std, norm, prod,
                          cumsum, flip, roll, index_select, gather, scatter_add, masked_fill, narrow,
                          split, chunk, unbind, tile, tril, triu, isclose, allclose)
+from numgrad.ops import all, any, equal, bmm, einsum, sort, argsort, topk  # noqa: A004
 from numgrad import autograd, nn, viz
 from numgrad.nn.functional import softmax, log_softmax, logsumexp
 from numgrad.errors import TracingError
+from numgrad.dlpack import from_dlpack
+from numgrad.serialization import save, load
 
 float = float32  # noqa: A001  (PyTorch spells the default float dtype this way too)
 double = float64

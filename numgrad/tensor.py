@@ -382,6 +382,10 @@ class Tensor:
             raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
         self._data = value._data
 
+    @data.deleter
+    def data(self):
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
+
     # -------------------------------------------------------------- conversion
     def numpy(self, *, force=False) -> np.ndarray:
         """The data as a NumPy array sharing memory (``torch.Tensor.numpy``).
@@ -410,8 +414,41 @@ class Tensor:
         return data
 
     def __array__(self, dtype=None, copy=None):
+        # np.asarray(t.detach()) shares memory, as numpy() does; a tensor that requires
+        # grad is refused with numpy()'s error, as PyTorch refuses it (after the tracer's
+        # own error for a traced value, which says more).
         a = self._concrete("array")
-        return a if dtype is None else a.astype(dtype)
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError(f"Unable to avoid copy while converting a {self.dtype} tensor "
+                                 f"to {np.dtype(dtype)}; use copy=None or copy=True")
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this tensor's memory (the consumer side is
+        ``torch.from_dlpack(t)``, ``np.from_dlpack(t)``, ``jax.dlpack.from_dlpack(t)``):
+        zero-copy on the CPU. Raises BufferError for a tensor that requires grad (as
+        PyTorch), and for a CUDA tensor (use ``__cuda_array_interface__``)."""
+        from numgrad import dlpack
+        return dlpack.export(self, stream=stream, max_version=max_version,
+                             dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple:
+        """``(device_type, device_id)`` as DLPack numbers them: ``(1, 0)`` on the CPU,
+        ``(2, index)`` on CUDA."""
+        from numgrad import dlpack
+        return dlpack.device_of(self)
+
+    def __format__(self, format_spec):
+        """``f"{loss:.4f}"``: a 0-d tensor formats as its Python number (as PyTorch); other
+        tensors take only the empty spec (their ``str``), else TypeError."""
+        if self.ndim == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
 
     def item(self) -> int | float | bool:
         """The single element as a Python number (``torch.Tensor.item``).

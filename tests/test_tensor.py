@@ -761,3 +761,64 @@ def test_augmented_assignment_on_leaf_requiring_grad_raises():
     with pytest.raises(RuntimeError, match=re.escape(
             "a leaf Variable that requires grad is being used in an in-place operation.")):
         x += 1.0
+
+
+# ------------------------------------------------------------------- format, .data, asarray
+FORMATS = [(1.23456, ".4f"), (1.23456, ""), (1.5, "e"), (3, "d"), (3, "04d"), (True, ""),
+           (True, "d"), (-0.0, "+.1f"), (float("nan"), ".2f"), (2.5, ">8.2f")]
+
+
+@pytest.mark.parametrize("value,spec", FORMATS)
+def test_format_of_0d_tensor_matches_torch(value, spec):
+    for name in ("float32", "float64") if isinstance(value, float) else (None,):
+        t = ng.tensor(value, dtype=name and getattr(ng, name))
+        tt = torch.tensor(value, dtype=name and getattr(torch, name))
+        assert format(t, spec) == format(tt, spec)
+    grad = isinstance(value, float)
+    loss = ng.tensor(value, requires_grad=grad) * 1  # a result in the graph, as a loss is
+    tloss = torch.tensor(value, requires_grad=grad) * 1
+    assert f"{loss:{spec}}" == f"{tloss:{spec}}"
+
+
+def test_format_of_nd_tensor_matches_torch():
+    assert format(ng.ones(2), "") == str(ng.ones(2))
+    for lib in (ng, torch):
+        with pytest.raises(TypeError) as info:
+            f"{lib.ones(2):.4f}"
+        if lib is ng:
+            ng_msg = str(info.value)
+    assert ng_msg == str(info.value) == "unsupported format string passed to Tensor.__format__"
+
+
+def test_del_data_raises_torchs_runtime_error():
+    msgs = []
+    for lib in (ng, torch):
+        t = lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError) as info:
+            del t.data
+        msgs.append(str(info.value))
+        assert t.shape == (2,) or tuple(t.shape) == (2,)  # nothing was deleted
+    assert msgs[0] == msgs[1]
+
+
+def test_np_asarray_of_detached_tensor_shares_memory():
+    x = ng.ones(3, requires_grad=True)
+    a = np.asarray(x.detach())
+    a[0] = 5.0
+    assert x.detach().numpy()[0] == 5.0
+    assert np.shares_memory(np.asarray(x.detach()), x.detach().numpy())
+    assert not np.shares_memory(np.asarray(x.detach(), copy=True), x.detach().numpy())
+    assert np.asarray(x.detach(), dtype=np.float64).dtype == np.float64
+    with pytest.raises(ValueError, match="copy"):
+        np.asarray(x.detach(), dtype=np.float64, copy=False)
+
+
+def test_np_asarray_of_tensor_requiring_grad_raises_torchs_error():
+    msgs = []
+    for lib in (ng, torch):
+        with pytest.raises(RuntimeError) as info:
+            np.asarray(lib.ones(2, requires_grad=True))
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]
+    with pytest.raises(RuntimeError, match="detach"):
+        np.array(ng.ones(2, requires_grad=True) * 2)

@@ -19,7 +19,10 @@ from numgrad.ops.layout import (
     cat, stack,
 )
 from numgrad.ops.indexing import getitem, index_put
-from numgrad.ops.linalg import matmul
+from numgrad.ops.linalg import matmul, bmm
+from numgrad.ops.logical import all, any, equal
+from numgrad.ops.sorting import sort, argsort, topk
+from numgrad.ops.einsum import einsum
 from numgrad.ops.methods import pow, clamp, to, add, sub
 from numgrad.ops import inplace  # noqa: F401  (registers fill/copy)
 from numgrad.ops import device_copy  # noqa: F401  (registers to_device)

@@ -45,6 +45,9 @@ def matmul_shape(sa, sb):
     return out
 
 
+# PyTorch's dtype names in its "expected scalar type" errors.
+SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+
 matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, lowering="matmul", blas=True,
                  abstract=lambda x, y: (matmul_shape(x.shape, y.shape),
                                         np.result_type(x.dtype, y.dtype)))
@@ -93,3 +96,30 @@ def matmul(x, y) -> Tensor:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{x.dtype.name} != {y.dtype.name}")
     return matmul_p(x, y)
+
+
+def bmm(input, mat2) -> Tensor:
+    """Batched matrix product of two 3-D tensors, ``(b, n, m) @ (b, m, p) -> (b, n, p)``,
+    without broadcasting (``torch.bmm``). Raises RuntimeError with PyTorch's messages for
+    other ranks, mismatched batch or inner sizes, or different dtypes.
+
+    >>> ng.bmm(ng.ones(2, 3, 4), ng.ones(2, 4, 5)).shape
+    (2, 3, 5)
+    """
+    from numgrad.tensor import Tensor
+    for pos, (name, t) in enumerate((("input", input), ("mat2", mat2)), 1):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"bmm(): argument '{name}' (position {pos}) must be Tensor, not "
+                            f"{type(t).__name__}")
+    if input.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    want = [input.shape[0], input.shape[2]]
+    if list(mat2.shape[:2]) != want:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"{want} but got: {list(mat2.shape[:2])}.")
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError(f"expected scalar type {SCALAR_NAMES[input.dtype.name]} but found "
+                           f"{SCALAR_NAMES[mat2.dtype.name]}")
+    return matmul_p(input, mat2)

@@ -13,6 +13,7 @@ from numgrad import dtypes as _dt
 from numgrad.grad_mode import no_grad
 from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
 from numgrad.ops import linalg, inplace, special as SP, composites as C, api
+from numgrad.ops import logical, sorting
 from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device
@@ -376,6 +377,8 @@ _METHODS.update({
     "repeat": C.repeat, "tile": C.tile, "tril": C.tril, "triu": C.triu,
     "tril_": _inplace(C.tril, "tril_"), "triu_": _inplace(C.triu, "triu_"),
     "isclose": C.isclose, "allclose": C.allclose,
+    "all": logical.all, "any": logical.any, "equal": logical.equal, "bmm": linalg.bmm,
+    "sort": sorting.sort, "argsort": sorting.argsort, "topk": sorting.topk,
 })
 
 

@@ -455,6 +455,55 @@ OPS: list[OpInfo] = [
             S(T((4,)), T((4,)), beta=0.0)]),
     OpInfo("F.dropout_eval", lambda m, x, **kw: F_(m).dropout(x, **kw) * 2,
            [S(T((2, 3)), p=0.3, training=False), S(T((2, 3)), p=0.0)]),
+    # ---- the ops a training script reaches for (sorting, einsum, bmm, all/any)
+    OpInfo("sort", lambda m, x, **kw: x.sort(**kw),
+           [S(T((3, 4))), S(T((3, 4)), dim=0), S(T(R3), dim=1, descending=True), S(T(())),
+            S(T((5,)), descending=True, stable=True), S(T((0, 3)), dim=1)], int_forward=True),
+    OpInfo("ng.sort", lambda m, x: m.sort(x, 0, True), [S(T((4, 2)))], int_forward=True),
+    # argsort's int64 indices reach the table through the values they gather
+    OpInfo("argsort", lambda m, x, dim, **kw: x.gather(dim, x.argsort(dim=dim, **kw)),
+           [S(T((3, 4)), dim=1), S(T(R3), dim=0, descending=True)], int_forward=True),
+    OpInfo("ng.argsort_values", lambda m, x: x[m.argsort(x)], [S(T((5,)))]),
+    OpInfo("topk", lambda m, x, k, **kw: x.topk(k, **kw),
+           [S(T((3, 5)), k=2), S(T((3, 5)), k=3, dim=0), S(T(R3), k=1, dim=1, largest=False),
+            S(T((4,)), k=0), S(T((4,)), k=4), S(T(()), k=1)]),
+    OpInfo("ng.topk", lambda m, x: m.topk(x, 2, largest=False), [S(T((2, 4)))]),
+    OpInfo("einsum", lambda m, *xs, eq: m.einsum(eq, *xs), [
+        S(T((2, 3)), T((3, 4)), eq="ij,jk->ik", desc="matmul"),
+        S(T((2, 3)), T((3, 4)), eq="ij,jk", desc="implicit_matmul"),
+        S(T((2, 2, 3)), T((2, 3, 2)), eq="bij,bjk->bik", desc="bmm"),
+        S(T((4,)), T((4,)), eq="i,i->", desc="dot"),
+        S(T((3,)), T((2,)), eq="i,j->ij", desc="outer"),
+        S(T((2, 3)), T((2, 3)), eq="ij,ij->i", desc="rowwise_dot"),
+        S(T((2, 3)), T((1, 3)), eq="ij,ij->ij", desc="hadamard_broadcast"),
+        S(T((2, 3)), eq="ij->ji", desc="transpose"),
+        S(T((2, 3)), eq="ij->", desc="sum_all"),
+        S(T((2, 3)), eq="ij->j", desc="sum_dim"),
+        S(T((3, 3)), eq="ii->i", desc="diagonal"),
+        S(T((3, 3)), eq="ii", desc="trace"),
+        S(T((2, 2, 3)), eq="iij->ji", desc="diagonal_of_batch"),
+        S(T((2, 3)), T((3, 4)), T((2, 4)), eq="bi,ij,bj->b", desc="bilinear_three_operands"),
+        S(T((2, 2, 3)), T((3, 2)), eq="...ij,...jk->...ik", desc="ellipsis_broadcast"),
+        S(T((2, 3, 2)), T((2,)), eq="b...,b->...", desc="ellipsis_output"),
+        S(T((2, 3, 2)), T((3, 2, 4)), eq="ijk,jil->kl", desc="two_contracted"),
+        S(T((2, 0)), T((3, 2)), eq="ij,kl->", desc="zero_size"),
+    ], int_forward=True),
+    OpInfo("einsum_list", lambda m, x, y: m.einsum("ab,cb->ac", [x, y]),
+           [S(T((2, 3)), T((4, 3)))]),
+    OpInfo("einsum_sublist", lambda m, x, y: m.einsum(x, [0, 1], y, [1, 2], [0, 2]),
+           [S(T((2, 3)), T((3, 4)))]),
+    OpInfo("ng.bmm", lambda m, x, y: m.bmm(x, y),
+           [S(T((2, 3, 4)), T((2, 4, 2))), S(T((1, 2, 3)), T((1, 3, 1))),
+            S(T((2, 0, 3)), T((2, 3, 2)))], int_forward=True),
+    OpInfo("bmm", lambda m, x, y: x.bmm(y), [S(T((3, 2, 2)), T((3, 2, 4)))]),
+    *[OpInfo(name, fn, REDUCE_WITH_EMPTY, differentiable=False, int_forward=True)
+      for name, fn in [("all", lambda m, x, **kw: x.all(**kw)),
+                       ("any", lambda m, x, **kw: x.any(**kw)),
+                       ("all_of_cmp", lambda m, x, **kw: (x > -1).all(**kw)),
+                       ("any_of_cmp", lambda m, x, **kw: (x > 1.5).any(**kw))]],
+    OpInfo("ng.all", lambda m, x: m.all(x > 0, 1), [S(T((3, 4)))], differentiable=False),
+    OpInfo("ng.any", lambda m, x: m.any(x > 0, dim=0, keepdim=True), [S(T((3, 4)))],
+           differentiable=False),
     # comparisons: bool results, never differentiable
     *[
         OpInfo(f"cmp_{name}", fn, BINARY[:5], differentiable=False, int_forward=True)
@@ -632,6 +681,8 @@ def test_op_table_covers_required_ops():
         "chunk", "split", "unbind", "narrow", "repeat", "tile", "tril", "triu", "isclose",
         "F.binary_cross_entropy", "F.binary_cross_entropy_with_logits", "F.l1_loss",
         "F.smooth_l1_loss",
+        # the ops a training script reaches for
+        "sort", "argsort", "topk", "einsum", "ng.bmm", "all", "any",
     }
     assert required <= names, required - names
 
