@@ -49,7 +49,7 @@ def main(argv=None):
 
 
 def _cache(action):
-    from numgrad.compiler.codegen import cache
+    from numgrad.compiler.backends.cpu import cache
     if action == "clear":
         try:
             n = cache.clear()

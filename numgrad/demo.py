@@ -233,11 +233,11 @@ def info():
     except ImportError:
         print("numba not installed")
     try:
-        from numgrad.compiler.codegen import cache
+        from numgrad.compiler.backends.cpu import cache
         print(f"kernel cache: {cache.cache_dir()}")
     except ImportError:
         pass
-    from numgrad.compiler import cuda_device
+    from numgrad.compiler.backends.cuda import device as cuda_device
     if cuda_device.simulated():
         print("cuda: Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")
     else:

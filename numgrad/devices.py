@@ -10,7 +10,7 @@ from __future__ import annotations
 def cuda_is_available() -> bool:
     """Whether a CUDA device (or Numba's CUDA simulator) can hold tensors."""
     try:
-        from numgrad.compiler import cuda_device
+        from numgrad.compiler.backends.cuda import device as cuda_device
     except ImportError:
         return False
     return cuda_device.simulated() or cuda_device.available()
@@ -31,7 +31,7 @@ def target(device):
     from numgrad.tensor import device as _device
     device = _device(device)
     if device.type == "cuda":
-        from numgrad.compiler import cuda_device
+        from numgrad.compiler.backends.cuda import device as cuda_device
         cuda_device.check(device.index or 0)
         if device.index is None:
             device = _device("cuda", 0)
@@ -39,13 +39,13 @@ def target(device):
 
 
 def upload(a, device):
-    from numgrad.compiler import cuda_array
+    from numgrad.compiler.backends.cuda import array as cuda_array
     from numgrad.tensor import device as _device
     return cuda_array.to_device(a, _device(device))
 
 
 def wrap_cuda_interface(obj):
     """A CUDA tensor sharing the memory of an object exporting ``__cuda_array_interface__``."""
-    from numgrad.compiler import cuda_array
+    from numgrad.compiler.backends.cuda import array as cuda_array
     from numgrad.tensor import Tensor
     return Tensor._make(cuda_array.from_interface(obj))

@@ -9,9 +9,9 @@ Room: compiler. A plan (``runtime.Plan``) runs these stages, in this order::
     passes     passes.optimize       fold, transpose, cse, dce (Graph -> Graph)
     schedule   schedule.build        a graph -> the fusion plan (Schedule)
     render     codegen.<backend>     a Schedule -> source text
-    compile    codegen.cache         source -> a module (Numba; disk cache), or
-               codegen.llvm_kernel   the schedule -> object code (llvmlite; disk cache)
-    load       codegen.cpu_program   the module's kernels + host steps -> a Program
+    compile    backends.cpu.cache         source -> a module (Numba; disk cache), or
+               backends.cpu.llvm.kernel   the schedule -> object code (llvmlite; disk cache)
+    load       backends.cpu.program   the module's kernels + host steps -> a Program
 
 ``lower`` runs every stage after the trace, in this order; ``Options`` is every knob
 they read.
@@ -64,7 +64,7 @@ class Lowered:
 def lower(traced, grad, grad_mode, remat, extra_outputs, backend, options):
     """A trace -> runnable programs: autodiff and partition (when ``grad``: something
     requires grad), passes, then schedule, render, compile and load (``backend.compile``:
-    ``codegen.cpu`` builds the schedule and renders it). ``extra_outputs``: values the
+    ``backends.cpu.renderer`` builds the schedule and renders it). ``extra_outputs``: values the
     forward also returns (in-place writebacks)."""
     from numgrad.compiler import autodiff
     from numgrad.compiler.passes import optimize

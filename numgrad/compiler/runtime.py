@@ -19,7 +19,7 @@ from numgrad import tracing_hook
 from numgrad.autograd import anomaly
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
-from numgrad.compiler.codegen import get_backend
+from numgrad.compiler.backends import get_backend
 from numgrad.compiler.passes import optimize
 from numgrad.compiler.pipeline import Options
 from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, PlanCache
@@ -446,7 +446,7 @@ def _backend_for(owner, tensors):
         if want not in devices:
             devices.insert(0, want)
     if len(devices) > 1:
-        from numgrad.compiler.cuda_eager import mismatch
+        from numgrad.compiler.backends.cuda.eager import mismatch
         cuda = [d for d in devices if d.type == "cuda"]
         other = [d for d in devices if d is not cuda[0]]
         raise mismatch(cuda[0], other[0])
@@ -454,7 +454,7 @@ def _backend_for(owner, tensors):
         if owner.backend not in ("cpu", "cuda"):
             raise RuntimeError(f"ng.jit(backend={owner.backend!r}) runs on the CPU only; call "
                                "it with CPU tensors, or leave backend unset for CUDA tensors")
-        from numgrad.compiler import cuda_device
+        from numgrad.compiler.backends.cuda import device as cuda_device
         cuda_device.check(devices[0].index or 0)
         return "cuda"
     return owner.backend

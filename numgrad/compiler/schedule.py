@@ -4,7 +4,7 @@ Room: compiler. Imports the IR and the op registry, never a backend. ``build(gra
 options)`` decides everything about fusion once: which equations run in kernels and
 which on the host between them, how a kernel's equations fall into loops, what each
 loop reads, computes, reduces and writes, and the facts a backend needs to decide
-parallelism. A backend (``codegen.cpu``, a CUDA renderer) turns a ``Schedule`` into
+parallelism. A backend (``backends.cpu.renderer``, a CUDA renderer) turns a ``Schedule`` into
 source and decides nothing about fusion itself. ``print(schedule)`` lists it.
 
 The data, top down (all plain classes with public attributes; names are stable)::
@@ -74,7 +74,7 @@ The data, top down (all plain classes with public attributes; names are stable):
     Literal(value, dtype)        a typed constant; backends spell it
 
 Scalar lowering is the registry's: ``op.scalar(args, dtype, params, lit)`` gives a
-Stmt's expression from its operand expressions (``codegen.scalar`` holds the helpers
+Stmt's expression from its operand expressions (``backends.cpu.scalar`` holds the helpers
 it names). The renderer only spells indices, arrays and literals.
 """
 from __future__ import annotations
@@ -280,7 +280,7 @@ class Kernel:
     extents: list = field(default_factory=list)  # generic: (extent, input Var, dim), in order
     name: str | None = None
     fn: object = None   # the loaded function (set by the backend)
-    ir_specs: dict = field(default_factory=dict)  # loop index -> llvm_body spec (codegen.cpu)
+    ir_specs: dict = field(default_factory=dict)  # loop index -> llvm_body spec (backends.cpu.renderer)
 
     @property
     def parallel(self):

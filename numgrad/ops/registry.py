@@ -42,7 +42,7 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
 - ``scalar(args, dtype, params, spell) -> str``: the scalar lowering, an expression over
   the operand expressions ``args`` for an ``dtype`` result; ``spell`` is the backend's
   ``lit(value, dtype)`` / ``cast(expr, dtype)``. Defaults to filling the ``lowering``
-  template. It names helpers of ``compiler.codegen.scalar`` and reads the same in
+  template. It names helpers of ``compiler.backends.cpu.scalar`` and reads the same in
   ``numba.njit`` and ``numba.cuda.jit`` code.
   ``reduce``: a ``Reduction`` (combine, identity, mean).
 - ``weight``: rough cost of one element in simple-op units (transcendentals 8), for the

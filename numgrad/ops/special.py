@@ -56,7 +56,7 @@ fmod = defop("fmod", inputs=("x", "y"), impl=_np_fmod, kind=_EW, lowering="fmod(
              scalar=_fmod_scalar,
              node="FmodBackward0")
 # Adding an elementwise op is this one row (and its vjp): eager, tracer, autodiff and every
-# kernel backend read it; the kernels call the ``hypot`` helper of codegen.scalar.
+# kernel backend read it; the kernels call the ``hypot`` helper of backends.cpu.scalar.
 hypot = defop("hypot", inputs=("x", "y"), impl=np.hypot, kind=_EW, lowering="hypot({0}, {1})",
               floating=True)
 hypot.defvjp(lambda g, x, out: g * (x / out), lambda g, y, out: g * (y / out))

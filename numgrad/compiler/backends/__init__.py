@@ -12,12 +12,12 @@ from __future__ import annotations
 
 def get_backend(name):
     if name == "numpy":
-        from numgrad.compiler.codegen import reference
+        from numgrad.compiler.backends import reference
         return reference
     if name == "cpu":
-        from numgrad.compiler.codegen import cpu
+        from numgrad.compiler.backends.cpu import renderer as cpu
         return cpu
     if name == "cuda":
-        from numgrad.compiler.codegen import cuda
+        from numgrad.compiler.backends.cuda import renderer as cuda
         return cuda
     raise ValueError(f"unknown backend {name!r}; expected 'cpu', 'cuda' or 'numpy'")

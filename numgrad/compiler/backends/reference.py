@@ -1,4 +1,4 @@
-"""codegen.reference: the NumPy backend — runs the graph equation by equation.
+"""backends.reference: the NumPy backend — runs the graph equation by equation.
 
 Room: compiler. The semantic oracle for the fused backends, and a fallback for
 debugging (``ng.jit(fn, backend="numpy")``).

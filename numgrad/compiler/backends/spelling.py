@@ -1,4 +1,4 @@
-"""codegen.spelling: typed literals and casts in generated Numba source (CPU and CUDA).
+"""backends.spelling: typed literals and casts in generated Numba source (CPU and CUDA).
 
 Room: compiler. The registry's scalar lowerings (``op.scalar(args, dtype, params,
 spell)``) ask a backend's ``Spell`` for literals and casts. NumPy's scalar types read the

@@ -1,4 +1,4 @@
-"""codegen.accumulate_ir: ``radd(acc, x)``, the one addition a kernel may reassociate.
+"""backends.cpu.accumulate_ir: ``radd(acc, x)``, the one addition a kernel may reassociate.
 
 Room: compiler. A sum in a loop is a serial chain of float additions unless LLVM may
 reorder them (the ``reassoc`` fast-math flag); with it the loop vectoriser keeps one

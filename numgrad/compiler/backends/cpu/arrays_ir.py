@@ -1,4 +1,4 @@
-"""codegen.arrays_ir: the kernels' array allocation and reshaping, lowered inline.
+"""backends.cpu.arrays_ir: the kernels' array allocation and reshaping, lowered inline.
 
 Room: compiler. ``np.empty``, ``np.full`` and ``ndarray.reshape`` are compiled by
 Numba as functions of their own in ``numba.np.arrayobj``, and a kernel that calls

@@ -1,4 +1,4 @@
-"""codegen.cache: generated kernel modules on disk, verified before anything in them runs.
+"""backends.cpu.cache: generated kernel modules on disk, verified before anything in them runs.
 
 Room: compiler. Numba's ``cache=True`` only works for functions defined in a real
 source file, so each generated module is written to ``$NUMGRAD_CACHE_DIR`` (default
@@ -306,7 +306,7 @@ def _load_from_disk(dc, name, source, verbose, store):
 
 
 # ------------------------------------------------------------ object code
-# codegen.llvm_kernel's compiled kernels: <name>.o beside <name>.manifest, which holds
+# backends.cpu.llvm.kernel's compiled kernels: <name>.o beside <name>.manifest, which holds
 # the object's SHA-256. Both are written atomically, the manifest last; the bytes are
 # handed to the JIT linker only if they hash to what a trusted manifest says.
 def load_object(name):

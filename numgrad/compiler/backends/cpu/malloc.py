@@ -1,4 +1,4 @@
-"""codegen.malloc: start glibc's malloc where it ends up anyway in array-heavy processes.
+"""backends.cpu.malloc: start glibc's malloc where it ends up anyway in array-heavy processes.
 
 Room: compiler. A compiled call allocates its outputs (and a kernel its temporaries)
 afresh each time. glibc serves blocks over M_MMAP_THRESHOLD (128 KiB at start) with

@@ -1,4 +1,4 @@
-"""codegen.numba_load: load cached kernels without Numba's whole-registry refresh.
+"""backends.cpu.numba_load: load cached kernels without Numba's whole-registry refresh.
 
 Room: compiler. Before it reads a cached overload, Numba's ``Cache.load_overload``
 calls ``target_context.refresh()``, which imports and installs every lowering and

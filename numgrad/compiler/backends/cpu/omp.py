@@ -1,4 +1,4 @@
-"""codegen.omp: Numba's OpenMP workers go to sleep soon after a parallel loop.
+"""backends.cpu.omp: Numba's OpenMP workers go to sleep soon after a parallel loop.
 
 Room: compiler. libgomp's workers spin for a long while after each parallel region
 (GOMP_SPINCOUNT, 300,000 by default, about milliseconds) before they sleep. A compiled

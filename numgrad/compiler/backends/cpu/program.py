@@ -1,6 +1,6 @@
-"""codegen.cpu_program: runs a compiled graph's steps (fused kernels and NumPy steps).
+"""backends.cpu.program: runs a compiled graph's steps (fused kernels and NumPy steps).
 
-Room: compiler. ``codegen.cpu`` emits and compiles the kernels; a ``Program`` holds
+Room: compiler. ``backends.cpu.renderer`` emits and compiles the kernels; a ``Program`` holds
 them with the equations that run on NumPy between them, and is what a plan calls
 with its input arrays. Kernels see 0-d values as 1-element arrays (``cshape``).
 """
@@ -39,10 +39,10 @@ class Program:
         self._consts = [(v, _ready(np.ascontiguousarray(a.reshape(cshape(a.shape)))))
                         for v, a in graph.consts.items()]
         # upgrade(program): the backend's switch to its multi-threaded kernels, made at
-        # the second call (codegen.cpu.prange_tier, codegen.llvm_kernel.threads_tier).
+        # the second call (backends.cpu.renderer.prange_tier, backends.cpu.llvm.kernel.threads_tier).
         self._upgrade = upgrade
         self._calls = 0
-        self.modules = ()  # names of the kernel modules it runs (set by codegen.cpu)
+        self.modules = ()  # names of the kernel modules it runs (set by backends.cpu.renderer)
         self._bind()
 
     def _bind(self):

@@ -1,4 +1,4 @@
-"""codegen.scalar: the scalar functions that lowering templates name, for Numba kernels.
+"""backends.cpu.scalar: the scalar functions that lowering templates name, for Numba kernels.
 
 Room: compiler. Templates in the op registry say ``exp({0})``, ``relu({0})``...;
 a generated kernel imports its helpers from here (or from ``scalar_vec``,
@@ -14,10 +14,10 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from numgrad.compiler.codegen.accumulate_ir import radd  # noqa: F401 (kernels call it)
-from numgrad.compiler.codegen.arrays_ir import alloc, full, view  # noqa: F401 (kernels call them)
+from numgrad.compiler.backends.cpu.accumulate_ir import radd  # noqa: F401 (kernels call it)
+from numgrad.compiler.backends.cpu.arrays_ir import alloc, full, view  # noqa: F401 (kernels call them)
 
-# noalias_args (why: codegen.llvm_attrs). Numba passes an array as (meminfo, parent,
+# noalias_args (why: backends.cpu.llvm.attrs). Numba passes an array as (meminfo, parent,
 # nitems, itemsize, data, shape..., strides...); field 4 is the data pointer. Generated
 # loop functions name their arrays f_<name>.
 _DATA_ARG = re.compile(r"^arg\.f_[a-z]+\.4$")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numgrad.compiler import cuda_device
+from numgrad.compiler.backends.cuda import device as cuda_device
 from numgrad.tensor import device as _device
 
 _KINDS = {"float32", "float64", "int64", "bool"}
@@ -55,7 +55,7 @@ class CudaArray:
 
     @property
     def _ng_interpreter(self):
-        from numgrad.compiler import cuda_eager
+        from numgrad.compiler.backends.cuda import eager as cuda_eager
         return cuda_eager.INTERPRETER
 
     def _ng_host(self):
@@ -84,7 +84,7 @@ class CudaArray:
                 "strides": None, "version": 3, "stream": None}
 
     def astype(self, dtype):
-        from numgrad.compiler import cuda_eager
+        from numgrad.compiler.backends.cuda import eager as cuda_eager
         return cuda_eager.cast(self, np.dtype(dtype))
 
     def __repr__(self):

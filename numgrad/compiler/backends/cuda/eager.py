@@ -3,7 +3,7 @@
 Room: compiler. ``CudaArray._ng_interpreter`` is ``INTERPRETER``: ``ops.dispatch``
 hands it every primitive applied to a CUDA payload (autograd is recorded by the
 dispatcher as for NumPy payloads). It builds the graph of that one equation and
-compiles it with the CUDA backend (``codegen.cuda``): the same renderer ``@ng.jit``
+compiles it with the CUDA backend (``backends.cuda.renderer``): the same renderer ``@ng.jit``
 uses, not a second engine. Programs are cached per (op, params, shapes, dtypes,
 device). Python scalars arrive as 0-d host arrays (as in PyTorch, a 0-d CPU value may
 meet a CUDA tensor); any other host array is a device mismatch, with PyTorch's error.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numgrad.compiler import cuda_array
-from numgrad.compiler.codegen import cuda as _cuda
+from numgrad.compiler.backends.cuda import array as cuda_array
+from numgrad.compiler.backends.cuda import renderer as _cuda
 from numgrad.compiler.ir import Eqn, Graph, Var
 from numgrad.ops.device_copy import to_device as _to_device
 from numgrad.ops.dispatch import broadcast_shapes

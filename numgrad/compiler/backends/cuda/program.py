@@ -1,6 +1,6 @@
-"""codegen.cuda_program: runs a rendered CUDA graph: launches, allocations, host steps.
+"""backends.cuda.program: runs a rendered CUDA graph: launches, allocations, host steps.
 
-Room: compiler. ``codegen.cuda`` renders the source and the steps; a ``Program`` loads
+Room: compiler. ``backends.cuda.renderer`` renders the source and the steps; a ``Program`` loads
 the kernels on first call (``numba.cuda.jit`` compiles each for the device at its first
 launch) and runs the steps in order with the inputs' ``CudaArray``s. Launch
 configuration comes from the device's properties (``cuda_device.launch``) and is fixed
@@ -12,8 +12,9 @@ import math
 
 import numpy as np
 
-from numgrad.compiler import cuda_array, cuda_device
-from numgrad.compiler.codegen.cuda import TILE
+from numgrad.compiler.backends.cuda import array as cuda_array
+from numgrad.compiler.backends.cuda import device as cuda_device
+from numgrad.compiler.backends.cuda.renderer import TILE
 from numgrad.tensor import device as _device
 
 _CUDA0 = _device("cuda", 0)
@@ -38,7 +39,7 @@ class Program:
         self._consts = None
 
     def _load(self, device):
-        from numgrad.compiler.codegen import cuda_scalar  # noqa: F401  (its device functions)
+        from numgrad.compiler.backends.cuda import scalar as cuda_scalar  # noqa: F401  (its device functions)
         ns = {}
         name = f"<numgrad-cuda {self.graph.name}>"
         exec(compile(self.source, name, "exec"), ns)  # noqa: S102  (our own generated code)

@@ -1,11 +1,11 @@
-"""codegen.cuda_ptx: compile rendered CUDA kernels for a real GPU, without one.
+"""backends.cuda.ptx: compile rendered CUDA kernels for a real GPU, without one.
 
 Room: compiler. The simulator runs kernels as Python and type-checks nothing, so every
 kernel the CUDA renderer produces is also compiled by the real target:
 ``numba.cuda.compile_ptx(..., cc=(9, 0))`` (NVVM, no device needed) and assembled by the
 ``ptxas`` of the ``nvidia-cuda-nvcc`` wheel for ``sm_90``, whose ``-v`` report gives
 registers and spills per kernel. Run as a script (``python -m
-numgrad.compiler.codegen.cuda_ptx kernels.json``) in a process where the simulator is
+numgrad.compiler.backends.cuda.ptx kernels.json``) in a process where the simulator is
 off (``NUMBA_ENABLE_CUDASIM=0``): the simulator replaces ``numba.cuda`` when it is on.
 """
 from __future__ import annotations

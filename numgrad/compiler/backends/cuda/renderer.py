@@ -1,4 +1,4 @@
-"""codegen.cuda: a schedule rendered as ``numba.cuda`` kernels and the steps between them.
+"""backends.cuda.renderer: a schedule rendered as ``numba.cuda`` kernels and the steps between them.
 
 Room: compiler. The CUDA renderer of ``compiler.schedule``: the fusion decisions
 (which equations share a loop, what each loop reads, computes, reduces and writes) are
@@ -39,9 +39,9 @@ import re
 
 import numpy as np
 
-from numgrad.compiler import cuda_device
+from numgrad.compiler.backends.cuda import device as cuda_device
 from numgrad.compiler import schedule as _schedule
-from numgrad.compiler.codegen.spelling import Spell
+from numgrad.compiler.backends.spelling import Spell
 from numgrad.compiler.schedule import Alias, HostStep, Loop, Reduce, _size
 
 TILE = 16
@@ -427,7 +427,7 @@ def _transposes_into_matmuls(sched):
 
 HEADER = ("import math\nimport numpy as np\n"
           "from numba import cuda, float32, float64, int64, boolean  # noqa: F401\n"
-          "from numgrad.compiler.codegen.cuda_scalar import *  # noqa: F403\n")
+          "from numgrad.compiler.backends.cuda.scalar import *  # noqa: F403\n")
 
 
 def render(graph, options=None):
@@ -464,6 +464,6 @@ def render(graph, options=None):
 
 
 def compile(graph, options=None):
-    from numgrad.compiler.codegen.cuda_program import Program
+    from numgrad.compiler.backends.cuda.program import Program
     sched, steps, source = render(graph, options)
     return Program(sched, steps, source)

@@ -1,13 +1,13 @@
-"""codegen.cuda_scalar: the scalar functions lowering templates name, for CUDA kernels.
+"""backends.cuda.scalar: the scalar functions lowering templates name, for CUDA kernels.
 
 Room: compiler. The registry's templates (``exp({0})``, ``relu({0})``...) read the same
-in ``numba.njit`` and ``numba.cuda.jit`` source; ``codegen.scalar`` defines the names
+in ``numba.njit`` and ``numba.cuda.jit`` source; ``backends.cpu.scalar`` defines the names
 for the CPU, this module for CUDA (device functions, inlined). The transcendentals are
 CUDA's own: Numba lowers ``math.*`` to libdevice (``__nv_exp``...), which is within 1-2
 ulp, as the CPU's vector math is; porting ``vmath_ir``'s polynomials would not be faster
 on a GPU, where these kernels are memory-bound. Each function keeps the CPU helper's
 special-value rule (NaN passes clamp, relu(-0) is -0, sign(NaN) is 0...), and every
-name of ``codegen.scalar.HELPERS`` is defined here (tests/cuda checks it).
+name of ``backends.cpu.scalar.HELPERS`` is defined here (tests/cuda checks it).
 """
 from __future__ import annotations
 

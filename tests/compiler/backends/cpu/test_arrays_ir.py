@@ -1,4 +1,4 @@
-"""The kernels' inline array helpers (codegen.arrays_ir) against NumPy.
+"""The kernels' inline array helpers (backends.cpu.arrays_ir) against NumPy.
 
 ``alloc``/``view``/``full`` replace ``np.empty``/``reshape``/``np.full`` in generated
 kernels, so a kernel loaded from the disk cache does not import ``numba.np.arrayobj``.
@@ -12,7 +12,7 @@ import pytest
 from numba import njit, prange
 from numba.core.runtime import _nrt_python
 
-from numgrad.compiler.codegen.arrays_ir import alloc, full, view
+from numgrad.compiler.backends.cpu.arrays_ir import alloc, full, view
 
 
 @njit(cache=False)

@@ -1,6 +1,6 @@
 """Process settings numgrad makes once: glibc's mmap/trim thresholds at the first
-compile (codegen.malloc), and libgomp's spin count while Numba loads its threading
-layer before the first parallel kernel (codegen.omp). Each has an opt-out variable.
+compile (backends.cpu.malloc), and libgomp's spin count while Numba loads its threading
+layer before the first parallel kernel (backends.cpu.omp). Each has an opt-out variable.
 Run in fresh processes, since the settings are per process."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.par
 SCRIPT = r"""
 import numpy as np
 import numgrad as ng
-from numgrad.compiler.codegen import malloc
+from numgrad.compiler.backends.cpu import malloc
 before = malloc._done
 f = ng.jit(lambda x: (x * 2).sum())
 f(ng.tensor(np.ones(3)))
@@ -53,7 +53,7 @@ def _has_mallopt():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_tune_reports_whether_mallopt_took_the_settings(monkeypatch):
-    from numgrad.compiler.codegen import malloc
+    from numgrad.compiler.backends.cpu import malloc
     monkeypatch.setattr(malloc, "_done", False)
     monkeypatch.delenv("NUMGRAD_MALLOC_TUNING", raising=False)
     import ctypes
@@ -72,7 +72,7 @@ OMP_SCRIPT = r"""
 import os
 import numpy as np
 import numgrad as ng
-from numgrad.compiler.codegen import omp
+from numgrad.compiler.backends.cpu import omp
 f = ng.jit(lambda x: ng.tanh(x).sum(), parallel=True)
 x = ng.tensor(np.linspace(-1, 1, 1 << 16))
 assert abs(f(x).item() - np.tanh(x.numpy()).sum()) < 1e-9
@@ -99,7 +99,7 @@ def test_spin_count_is_set_only_while_numba_loads_its_threads():
 
 
 def test_spin_count_respects_the_users_settings(monkeypatch):
-    from numgrad.compiler.codegen import omp
+    from numgrad.compiler.backends.cpu import omp
     monkeypatch.setattr(omp, "_done", False)
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert omp.tune() is False

@@ -86,7 +86,7 @@ def test_long_parallel_loop_runs_in_chunks_and_matches_eager(n, monkeypatch):
     Numba chunk function: llvm_body, which renders such bodies by default, is off here;
     tests/compiler/test_llvm_body.py covers it.)"""
     from numgrad.compiler import schedule
-    from numgrad.compiler.codegen import llvm_body
+    from numgrad.compiler.backends.cpu.llvm import body as llvm_body
     monkeypatch.setattr(llvm_body, "ENABLED", False)
     rng = np.random.default_rng(3)
     data = rng.standard_normal(n)
@@ -125,7 +125,7 @@ def test_tiered_compile_runs_serial_first_then_prange_with_identical_bits(tmp_pa
     own are tested in test_llvm_kernel.py.)"""
     import numba
 
-    from numgrad.compiler.codegen import llvm_kernel
+    from numgrad.compiler.backends.cpu.llvm import kernel as llvm_kernel
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(llvm_kernel, "ENABLED", False)
     monkeypatch.setenv("NUMGRAD_CACHE_DIR", str(tmp_path))
@@ -225,7 +225,7 @@ def test_sin_and_cos_of_one_argument_use_the_paired_inlined_bodies():
     """A forward sin and its backward cos in one loop call the always-inlined bodies
     (LLVM then shares their work); they compute exactly what sin and cos compute."""
     from numba import njit
-    from numgrad.compiler.codegen.scalar_vec import cos, cos_paired, sin, sin_paired
+    from numgrad.compiler.backends.cpu.scalar_vec import cos, cos_paired, sin, sin_paired
 
     f = ng.jit(ng.value_and_grad(lambda x: (ng.sin(x) * x).sum()))
     data = np.linspace(-7.0, 7.0, 101)
@@ -252,7 +252,7 @@ def test_sin_and_cos_of_one_argument_use_the_paired_inlined_bodies():
 
 
 def test_a_failing_prange_tier_keeps_the_serial_kernels(tmp_path, monkeypatch):
-    from numgrad.compiler.codegen import cache
+    from numgrad.compiler.backends.cpu import cache
     monkeypatch.setenv("NUMGRAD_CACHE_DIR", str(tmp_path))
     real = cache.load_module
 

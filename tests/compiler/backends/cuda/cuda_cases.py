@@ -135,7 +135,7 @@ def run(fn, args):
 def result(name):
     """The jitted CUDA run of case ``name`` (once per process)."""
     if name not in _RESULTS:
-        from numgrad.compiler.codegen import cuda as cuda_codegen
+        from numgrad.compiler.backends.cuda import renderer as cuda_codegen
         before = set(cuda_codegen.RENDERED)
         _RESULTS[name] = run(JITTED[name], tensors(name, "cuda"))
         for key, kernel in cuda_codegen.RENDERED.items():
@@ -147,7 +147,7 @@ def result(name):
 def render_only(fn, *args):
     """The kernels ``ng.jit(fn)`` renders for ``args`` (forward and backward), without
     launching any: kernels compile at their first launch."""
-    from numgrad.compiler.codegen import cuda as cuda_codegen
+    from numgrad.compiler.backends.cuda import renderer as cuda_codegen
     before = set(cuda_codegen.RENDERED)
     ng.jit(fn)._plan(args, {})
     return [k for key, k in cuda_codegen.RENDERED.items() if key not in before]
@@ -159,6 +159,6 @@ def run_all():
 
 
 def require_simulator():
-    from numgrad.compiler import cuda_device
+    from numgrad.compiler.backends.cuda import device as cuda_device
     if not (cuda_device.simulated() or cuda_device.available()):
         pytest.skip("neither a CUDA device nor Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")

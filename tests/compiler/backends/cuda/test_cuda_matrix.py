@@ -74,7 +74,7 @@ def test_eager_cuda_ops_agree_with_cpu():
 
 
 def test_eager_kernels_cached_per_op_and_shape():
-    from numgrad.compiler.cuda_eager import INTERPRETER
+    from numgrad.compiler.backends.cuda.eager import INTERPRETER
     x = ng.ones(5, device="cuda")
     (x * 2.0).exp()
     before = INTERPRETER.compiles
@@ -85,7 +85,8 @@ def test_eager_kernels_cached_per_op_and_shape():
 
 
 def test_cuda_helpers_cover_the_cpu_helpers():
-    # The registry's lowerings name helpers of codegen.scalar; CUDA source reads the same
-    # names from codegen.cuda_scalar.
-    from numgrad.compiler.codegen import cuda_scalar, scalar
+    # The registry's lowerings name helpers of backends.cpu.scalar; CUDA source reads the same
+    # names from backends.cuda.scalar.
+    from numgrad.compiler.backends.cuda import scalar as cuda_scalar
+    from numgrad.compiler.backends.cpu import scalar
     assert [n for n in scalar.HELPERS if not hasattr(cuda_scalar, n)] == []

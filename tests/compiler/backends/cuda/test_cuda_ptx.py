@@ -29,14 +29,14 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     run_all()  # (each case runs once per process: free after test_cuda_matrix)
     kernels = list(KERNELS.values())
     if os.environ.get("NUMGRAD_PTX_ALL") == "1":  # every kernel this session rendered
-        from numgrad.compiler.codegen import cuda as cuda_codegen
+        from numgrad.compiler.backends.cuda import renderer as cuda_codegen
         kernels = list(cuda_codegen.RENDERED.values())
     # W2 and W4 as benchmarked (1e7 and 1e3 float64, W4's 100 steps): rendered, not run.
     big = ng.empty(10_000_000, dtype=ng.float64, device="cuda", requires_grad=True)
     kernels += render_only(w2, big, big)
     kernels += render_only(w4_full, ng.empty(1000, dtype=ng.float64, device="cuda",
                                              requires_grad=True))
-    from numgrad.compiler.codegen.cuda_ptx import distinct
+    from numgrad.compiler.backends.cuda.ptx import distinct
     n_all = len(kernels)
     kernels = distinct(kernels)  # kernels differing only in integer literals: one of each
     names = {k[0] for k in kernels}
@@ -45,7 +45,7 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     path = tmp_path / "kernels.json"
     path.write_text(json.dumps(kernels))
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    proc = subprocess.run([sys.executable, "-m", "numgrad.compiler.codegen.cuda_ptx",
+    proc = subprocess.run([sys.executable, "-m", "numgrad.compiler.backends.cuda.ptx",
                            str(path)], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])

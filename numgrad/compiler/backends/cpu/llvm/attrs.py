@@ -1,4 +1,4 @@
-"""codegen.llvm_attrs: LLVM function attributes that Numba has no option for.
+"""backends.cpu.llvm.attrs: LLVM function attributes that Numba has no option for.
 
 Room: compiler. (No Numba import here: the IR modules use it, and ``llvm_kernel``
 builds kernels without Numba; ``noalias_args`` lives with the kernel helpers, in

@@ -1,4 +1,4 @@
-"""codegen.llvm_body: a long fused loop body rendered straight to LLVM IR, vectorised by hand.
+"""backends.cpu.llvm.body: a long fused loop body rendered straight to LLVM IR, vectorised by hand.
 
 Room: compiler. A long elementwise chain (W4's 100-step loop: 500 statements forward,
 1,300 in the backward) used to become a Python chunk function that Numba typed,
@@ -38,8 +38,8 @@ import re
 import numpy as np
 from llvmlite import ir
 
-from numgrad.compiler.codegen import vmath_ir as _vm
-from numgrad.compiler.codegen.llvm_attrs import add_string_attribute, declare
+from numgrad.compiler.backends.cpu.llvm import vmath as _vm
+from numgrad.compiler.backends.cpu.llvm.attrs import add_string_attribute, declare
 
 # Render long flat chunk bodies here (False: the Numba chunk functions, for comparison).
 ENABLED = True
@@ -122,7 +122,7 @@ def build_spec(loop, fastmath=False):
     arguments in the order the chunk call passes them), or None when something in it is
     not rendered here: another op, a dtype other than float32/float64 or mixed dtypes, a
     partial or non-additive reduction. Arrays are ``f_<var>``, hoisted scalars
-    ``s_<var>``, as ``codegen.cpu`` names them."""
+    ``s_<var>``, as ``backends.cpu.renderer`` names them."""
     if not loop.flat or loop.partial_reductions:
         return None
     from numgrad.compiler.schedule import Reduce
@@ -195,7 +195,7 @@ def build_spec(loop, fastmath=False):
             temp[st.out] = t
         if st.store:
             ops.append(["st", arg(f"f_{st.out.name}"), temp[st.out]])
-    # The kernels' flags (codegen.cpu._header): none unless fastmath=True, so every
+    # The kernels' flags (backends.cpu.renderer._header): none unless fastmath=True, so every
     # operation rounds as eager mode's does.
     flags = ("contract", "reassoc", "nnan", "ninf", "nsz", "arcp") if fastmath else ()
     # Arguments in the order the shell passes them (cpu._emit_chunks sorts its names).
@@ -585,7 +585,7 @@ class _Val:
 
 
 class _Helpers:
-    """IR versions of the scalar helpers (``codegen.scalar``) the registry's lowerings
+    """IR versions of the scalar helpers (``backends.cpu.scalar``) the registry's lowerings
     call, beyond vmath_ir's transcendentals; the same instructions Numba gives them."""
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""codegen.llvm_kernel: a kernel made only of ``llvm_body`` bodies, built by llvmlite alone.
+"""backends.cpu.llvm.kernel: a kernel made only of ``llvm_body`` bodies, built by llvmlite alone.
 
 Room: compiler. Profiled cold (the N=100 chain of ``bench/compile_latency.py``, call +
 backward, 1.46 s on a quiet box), Numba's part of a schedule whose loops are all
@@ -18,7 +18,7 @@ path is off). One ctypes call with one argument per kernel call: ``.ctypes.data`
 dtype, size and layout of every input, as Numba's dispatcher would, so a wrong array
 is a TypeError, never a stray write.
 
-Where it is used (``codegen.cpu.compile``, ``program``): a plan with long loops (an
+Where it is used (``backends.cpu.renderer.compile``, ``program``): a plan with long loops (an
 ``llvm_body`` body each) whose kernels all qualify (``plan_kernel``), unless its prange
 kernels are in Numba's disk cache already. Parallel loops run serially at the first
 call and on Numba's threading layer from the second (its ``parallel_for``, as parfors
@@ -44,9 +44,9 @@ import numpy as np
 from llvmlite import ir
 
 from numgrad.compiler import progress as _progress
-from numgrad.compiler.codegen import cache as _cache
-from numgrad.compiler.codegen import llvm_body as _llvm_body
-from numgrad.compiler.codegen.cpu_program import Program
+from numgrad.compiler.backends.cpu import cache as _cache
+from numgrad.compiler.backends.cpu.llvm import body as _llvm_body
+from numgrad.compiler.backends.cpu.program import Program
 from numgrad.compiler.schedule import Alias, Loop, _size, cshape
 
 # NUMGRAD_LLVM_KERNEL=0: every kernel through Numba (for comparison).
@@ -79,7 +79,7 @@ OFFSETS = _offsets()
 def plan_kernel(kernel, specs, fastmath=False):
     """A description of ``kernel`` for the IR shell, or None when something in it is not
     written here. ``specs``: {loop index: (spec text, argument names)} of the loops the
-    renderer gave an ``llvm_body`` body (codegen.cpu.KernelRenderer.ir_specs)."""
+    renderer gave an ``llvm_body`` body (backends.cpu.renderer.KernelRenderer.ir_specs)."""
     if kernel.extents:  # shape-generic: extents and chunks are known at run time only
         return None
     where = {v: ("in", i) for i, v in enumerate(kernel.inputs)}
@@ -434,7 +434,7 @@ def _threading():
     """``(parallel_for's address, get_num_threads)`` of Numba's threading layer, started
     here (after ``omp.tune``, which must run before OpenMP loads). Imports Numba's
     threading module only: no compiler."""
-    from numgrad.compiler.codegen import omp
+    from numgrad.compiler.backends.cpu import omp
     omp.tune()
     from numba.np.ufunc import parallel
     parallel._launch_threads()

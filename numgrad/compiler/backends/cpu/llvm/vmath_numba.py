@@ -1,4 +1,4 @@
-"""codegen.vmath_numba: ``vmath_ir``'s bodies as functions Numba kernels can call.
+"""backends.cpu.llvm.vmath_numba: ``vmath_ir``'s bodies as functions Numba kernels can call.
 
 Room: compiler. Each of exp, expm1, log, tanh, sigmoid, sin, cos is a plain Python
 function with Numba typing and lowering registered (like ``math.exp``), so a call site
@@ -7,12 +7,12 @@ typing time: float32 in -> float32 out (float32 arithmetic for exp/expm1/log/tan
 sigmoid; sin/cos reduce in float64 and round once), float64, integers and booleans ->
 float64. Called from Python they run a small compiled wrapper (compiled on first use),
 so results are bit-identical. Kept apart from ``vmath_ir`` so that the IR bodies import
-no Numba: ``codegen.llvm_kernel`` builds kernels from them without it.
+no Numba: ``backends.cpu.llvm.kernel`` builds kernels from them without it.
 """
 from numba import types
 from numba.extending import lower_builtin, type_callable
 
-from numgrad.compiler.codegen import vmath_ir as _vm
+from numgrad.compiler.backends.cpu.llvm import vmath as _vm
 
 _NUMERIC = (types.Float, types.Integer, types.Boolean)
 

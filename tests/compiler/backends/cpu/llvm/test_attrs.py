@@ -1,4 +1,4 @@
-"""The LLVM attributes numgrad adds to its kernels (codegen/llvm_attrs.py): noalias on
+"""The LLVM attributes numgrad adds to its kernels (backends/cpu/llvm/attrs.py): noalias on
 the data pointers of a loop function's f_* arrays, and a 512-bit vector preference on
 functions that call the vector math. Checked in the IR Numba hands to LLVM."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import numpy as np
 from numba import njit
 
-from numgrad.compiler.codegen.scalar_vec import exp, noalias_args
+from numgrad.compiler.backends.cpu.scalar_vec import exp, noalias_args
 
 
 def _ir(dispatcher):

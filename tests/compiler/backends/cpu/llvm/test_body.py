@@ -1,4 +1,4 @@
-"""codegen.llvm_body: long outlined loop bodies written as LLVM IR instead of Numba chunk
+"""backends.cpu.llvm.body: long outlined loop bodies written as LLVM IR instead of Numba chunk
 functions. Elementwise results must have the bits of the Numba-compiled loop
 (``llvm_body.ENABLED = False``), through the masked tail of a chunk and however the body
 is cut into segment functions; sums add in another fixed order (both tiers the same
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import numgrad as ng
-from numgrad.compiler.codegen import llvm_body
+from numgrad.compiler.backends.cpu.llvm import body as llvm_body
 
 # 1003 elements: chunks of 16 (two 8-lane vectors per block on AVX-512), the last of 11
 # (a masked tail); 8 steps of 5 ops: 41 statements, over PARALLEL_INLINE_MAX_BODY, and

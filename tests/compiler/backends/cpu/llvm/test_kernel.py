@@ -1,4 +1,4 @@
-"""codegen.llvm_kernel: kernels whose loops are all llvm_body bodies, built without Numba.
+"""backends.cpu.llvm.kernel: kernels whose loops are all llvm_body bodies, built without Numba.
 
 Such kernels must give the bits of the Numba-built ones (``NUMGRAD_LLVM_KERNEL=0``) in
 both tiers, agree with torch, load from the disk cache only what a trusted manifest
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import numgrad as ng
-from numgrad.compiler.codegen import llvm_kernel
+from numgrad.compiler.backends.cpu.llvm import kernel as llvm_kernel
 
 torch = pytest.importorskip("torch")
 

@@ -1,4 +1,4 @@
-"""Accuracy of numgrad.compiler.codegen.vmath_ir against NumPy, in ulps.
+"""Accuracy of numgrad.compiler.backends.cpu.llvm.vmath against NumPy, in ulps.
 
 float64 results are compared with NumPy's float64 ufunc and with the same
 function evaluated in long double (64-bit mantissa on x86, the "true" value);
@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from numgrad.compiler.codegen import vmath_ir, vmath_numba
+from numgrad.compiler.backends.cpu.llvm import vmath as vmath_ir
+from numgrad.compiler.backends.cpu.llvm import vmath_numba
 
 FM = {"contract", "arcp", "nsz", "afn"}
 NAMES = ["exp", "expm1", "log", "tanh", "sigmoid", "sin", "cos"]
