@@ -1,7 +1,8 @@
 """devices: moving tensors between devices.
 
-Room: core. The CUDA backend (``numgrad.compiler.cuda_*``) plugs in here, imported only
-when a CUDA device is asked for, so CPU-only use never loads it (nor numba.cuda).
+Room: core. The CUDA backend (``numgrad.compiler.backends.cuda``) plugs in here, and only
+here (tests/test_architecture.py): imported only when a CUDA device is asked for, so
+CPU-only use never loads it (nor numba.cuda).
 Without a GPU (and without Numba's simulator) asking for ``cuda`` raises one clear error.
 """
 from __future__ import annotations
@@ -14,6 +15,18 @@ def cuda_is_available() -> bool:
     except ImportError:
         return False
     return cuda_device.simulated() or cuda_device.available()
+
+
+def cuda_summary() -> str:
+    """One line on the CUDA device numgrad would use (for ``python -m numgrad info``)."""
+    from numgrad.compiler.backends.cuda import device as cuda_device
+    if cuda_device.simulated():
+        return "Numba's simulator (NUMBA_ENABLE_CUDASIM=1)"
+    try:
+        lc = cuda_device.launch(0)
+    except RuntimeError as exc:
+        return f"none ({str(exc).split(': ', 1)[-1].split('. ')[0]})"
+    return f"{lc.name}, compute capability {lc.cc[0]}.{lc.cc[1]}, {lc.sms} SMs"
 
 
 def transfer(t, device):

@@ -24,6 +24,8 @@ import os
 
 import numpy as np
 
+from numgrad.compiler import pipeline
+
 # Speculative calls whose backward has not come yet; over this the plan stops.
 MAX_PENDING = 4
 ENABLED = os.environ.get("NUMGRAD_SPECULATE", "1") != "0"
@@ -67,7 +69,7 @@ class Speculation:
             # Its final tier at once: the plan's first call already ran the serial one,
             # and a serial joint tier would cost one more compile on the way.
             par = True if opts.parallel == "auto" else opts.parallel
-            return backend.compile(graph, opts.but(role="joint", parallel=par))
+            return pipeline.compile_graph(graph, backend, opts.but(role="joint", parallel=par))
         return cls(build, len(grads), ct.shape, ct.dtype)
 
     def is_one(self, g):

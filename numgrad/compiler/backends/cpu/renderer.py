@@ -25,18 +25,13 @@ from the second, no compile between), and the Numba source rendered here is what
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from numgrad.compiler import progress as _progress
-from numgrad.compiler import schedule as _schedule
 from numgrad.compiler.backends.cpu import cache as _cache
 from numgrad.compiler.backends.cpu.llvm import body as _llvm_body
-from numgrad.compiler.backends.cpu.llvm import kernel as _llvm_kernel
-from numgrad.compiler.backends.cpu import malloc as _malloc
-from numgrad.compiler.backends.cpu import omp as _omp
-from numgrad.compiler.backends.cpu.program import Program, cshape, first_line
+from numgrad.compiler.backends.cpu.program import cshape
 from numgrad.compiler.backends.spelling import Spell
-from numgrad.compiler.pipeline import Options
-from numgrad.compiler.schedule import PARALLEL_CHUNKS, Alias, Kernel, Loop, Reduce
+from numgrad.compiler.schedule import PARALLEL_CHUNKS, Alias, Loop, Reduce
 from numgrad.compiler.schedule import _size
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
@@ -491,12 +486,28 @@ def _header(options):
             f"FASTMATH = set({sorted(flags)!r})\n\n")
 
 
-def compile(graph, options=None):
-    options = Options.of(options)
-    _malloc.tune()
-    sched = _schedule.build(graph, options)
-    kernels = sched.kernels
-    verbose, use_disk = options.verbose, options.cache  # cache=False: nothing read or written
+@dataclass(frozen=True, kw_only=True)
+class Rendered:
+    """A schedule's Numba source, as ``build`` compiles it."""
+    sched: object
+    header: str            # imports and FASTMATH, shared by every module of the plan
+    source: str            # the kernels' module (prange tier)
+    chunk_fns: list        # (name, source) of chunk functions
+    chunk_source: str      # their module ("" without any): both tiers import it
+
+    @property
+    def sources(self):
+        """The modules to load, the chunk functions' first."""
+        return (self.chunk_source, self.source) if self.chunk_fns else (self.source,)
+
+    def serial(self, options):
+        """The kernels' module of the serial tier (``parallel=False`` decorators)."""
+        return self.header + "\n\n".join(render(self.sched, parallel=False,
+                                                 options=options)[0])
+
+
+def render_program(sched, options):
+    """A schedule -> its ``Rendered`` modules (nothing compiled)."""
     srcs, chunk_fns = render(sched, parallel=True, options=options)
     header = _header(options)
     if any("= chunk_kernel(" in src for src in srcs):
@@ -509,78 +520,8 @@ def compile(graph, options=None):
         chunk_source = header + "\n\n".join(src for _, src in chunk_fns)
         header += (f"from {_cache.module_name(chunk_source)} import "
                    f"{', '.join(name for name, _ in chunk_fns)}\n\n")
-    source = header + "\n\n".join(srcs)
-    # Tiered compile: parallel=True costs Numba ~0.3 s more per kernel (its parfors
-    # passes), so with parallel="auto" a cold cache first gets the serial tier (prange
-    # runs as range; the chunked loops keep the results bit-identical), and the Program
-    # compiles the prange tier at its second call. A call made once never pays for
-    # threads; a kernel built before loads at once.
-    par = any(k.parallel for k in kernels)
-    built = use_disk and _cache.is_built(source)
-    tiered = par and options.parallel == "auto" and not built
-    sources = (chunk_source, source) if chunk_fns else (source,)
-    upgrade = prange_tier(sources, verbose, use_disk) if tiered else None
-    if kernels and (tiered or not par or options.parallel is True):
-        # Without Numba where every loop can be an llvm_body body (backends.cpu.llvm.kernel):
-        # serial kernels, which go multi-threaded at the second call (at once with
-        # parallel=True) on Numba's threading layer, without a compile.
-        prog = _llvm_kernel.program(sched, _steps(sched), options, "\n\n".join(sources))
-        if prog is not None:
-            return prog
-    serial = (header + "\n\n".join(render(sched, parallel=False, options=options)[0])
-              if tiered else source)
-    if par and not tiered:
-        _omp.tune()
-    try:
-        if chunk_fns:
-            _cache.load_module(chunk_source, verbose=verbose, use_disk=use_disk)
-        _progress.note(options.role, _cache.module_name(serial), [k.name for k in kernels])
-        module, disk_hit = _cache.load_module(serial, verbose=verbose, use_disk=use_disk)
-    except Exception as exc:  # a codegen gap must never reach the user as a Numba traceback
-        return _fallback(sched.graph, options, "\n\n".join(sources), exc)
-    for k in kernels:
-        k.fn = getattr(module, k.name)
-    if not kernels:
-        disk_hit = False
-    prog = Program(sched.graph, _steps(sched), module, "\n\n".join(sources), disk_hit,
-                   upgrade)
-    prog.schedule = sched
-    prog.modules = (module.__name__,) + ((_cache.module_name(chunk_source),) if chunk_fns else ())
-    return prog
-
-
-def prange_tier(sources, verbose, use_disk):
-    """The upgrade (cpu_program.Program) to the prange kernels of ``sources`` (the chunk
-    functions' module first, if any; the kernels' module last)."""
-    def upgrade(prog):
-        _omp.tune()
-        if verbose:
-            print("[numgrad.jit] second call: compiling the multi-threaded (prange) tier")
-        for source in sources:
-            module, _ = _cache.load_module(source, verbose=verbose, use_disk=use_disk)
-        for kind, st in prog.steps:
-            if kind == "kernel":
-                st.fn = getattr(module, st.name)
-        prog.module = module
-        prog.modules = tuple(_cache.module_name(s) for s in reversed(sources))
-    return upgrade
-
-
-def _steps(sched):
-    return [("kernel", s) if isinstance(s, Kernel) else ("python", s.eqn) for s in sched.steps]
-
-
-def _fallback(graph, options, source, exc):
-    import warnings
-
-    from numgrad.compiler.backends import reference
-    first = first_line(exc)
-    warnings.warn(f"numgrad could not compile a fused kernel for {options.name!r} ({first}); "
-                  "running this graph with the NumPy reference backend instead",
-                  RuntimeWarning, stacklevel=3)
-    prog = reference.compile(graph, options)
-    prog.source = f"# fused kernel failed to compile: {first}\n{source}"
-    return prog
+    return Rendered(sched=sched, header=header, source=header + "\n\n".join(srcs),
+                    chunk_fns=chunk_fns, chunk_source=chunk_source)
 
 
 def _safe(name):
@@ -588,4 +529,4 @@ def _safe(name):
     return out if out and not out[0].isdigit() else "f_" + out
 
 
-__all__ = ["SPELL", "Extents", "KernelRenderer", "Loop", "compile", "render"]
+__all__ = ["SPELL", "Extents", "KernelRenderer", "Rendered", "render", "render_program"]

@@ -7,3 +7,23 @@ their device functions, ``ptx`` compiles them for a real GPU without one. The ea
 reach this package only through ``numgrad.devices``; nothing here imports
 ``backends.cpu``.
 """
+from __future__ import annotations
+
+SCHEDULED = True
+SHAPE_GENERIC = False   # extents and strides are literals in every kernel
+
+
+# The backend's stages (backends.Backend), imported when first called: ``numgrad.devices``
+# imports ``device`` and ``array`` without the renderer.
+def render(sched, options):
+    from numgrad.compiler.backends.cuda import renderer
+    return renderer.render(sched, options)
+
+
+def build(rendered, options):
+    return rendered  # numba.cuda compiles each kernel at its first launch (program.Program)
+
+
+def load(built, options):
+    from numgrad.compiler.backends.cuda.program import Program
+    return Program(*built)

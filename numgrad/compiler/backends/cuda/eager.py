@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad.compiler.backends.cuda import array as cuda_array
-from numgrad.compiler.backends.cuda import renderer as _cuda
+from numgrad.compiler import pipeline as _pipeline
+from numgrad.compiler.backends import cuda as _backend
 from numgrad.compiler.ir import Eqn, Graph, Var
 from numgrad.ops.device_copy import to_device as _to_device
 from numgrad.ops.dispatch import broadcast_shapes
@@ -100,7 +101,8 @@ class CudaEager:
         prog = self.programs.get(key) if key is not None else None
         if prog is None:
             graph = Graph(ins, [eqn], [out], name=prim.name)
-            prog = _cuda.compile(graph, {"name": f"eager_{prim.name}", "role": "op"})
+            prog = _pipeline.compile_graph(graph, _backend, {"name": f"eager_{prim.name}",
+                                                             "role": "op"})
             if key is not None:
                 if len(self.programs) >= _CACHE_MAX:
                     self.programs.pop(next(iter(self.programs)))

@@ -29,9 +29,9 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
 - **layout aliases** (reshape) cost nothing: every value is a C-ordered flat buffer.
 
 Shapes are static (a CUDA plan is never shape-generic): extents and strides are
-literals. ``compile`` returns a ``cuda_program.Program`` called with the inputs'
-``CudaArray``s; ``program.source`` is the CUDA source. Every kernel rendered in this
-process is listed in ``RENDERED`` (name, source, Numba signature) for the PTX test.
+literals. ``render`` gives ``(schedule, run steps, source)``, which a ``program.Program``
+runs with the inputs' ``CudaArray``s; ``program.source`` is the CUDA source. While
+``LOG`` is on (the PTX test turns it on), every kernel rendered is listed there.
 """
 from __future__ import annotations
 
@@ -39,15 +39,30 @@ import re
 
 import numpy as np
 
-from numgrad.compiler.backends.cuda import device as cuda_device
 from numgrad.compiler import schedule as _schedule
+from numgrad.compiler.backends.cuda import device as cuda_device
 from numgrad.compiler.backends.spelling import Spell
 from numgrad.compiler.schedule import Alias, HostStep, Loop, Reduce, _size
 
 TILE = 16
 _TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
-# Rendered kernels, by (name, source): (kernel name, source, Numba signature).
-RENDERED = {}
+
+
+class KernelLog:
+    """Kernels rendered while on, by (name, source): (kernel name, source, Numba
+    signature). Off by default: a long process renders kernels without bound."""
+
+    def __init__(self):
+        self.kernels = None
+
+    def start(self):
+        """Turn the log on (once on, it stays on); returns its dict."""
+        if self.kernels is None:
+            self.kernels = {}
+        return self.kernels
+
+
+LOG = KernelLog()
 
 
 def _cstrides(shape):
@@ -430,11 +445,8 @@ HEADER = ("import math\nimport numpy as np\n"
           "from numgrad.compiler.backends.cuda.scalar import *  # noqa: F403\n")
 
 
-def render(graph, options=None):
-    """``(schedule, run steps, source)`` of ``graph``: nothing compiled or launched."""
-    from numgrad.compiler.pipeline import Options
-    options = Options.of(options).but(generic=False)
-    sched = _schedule.build(graph, options)
+def render(sched, options=None):
+    """``(schedule, run steps, source)`` of ``sched``: nothing compiled or launched."""
     r = Renderer(sched, cuda_device.THREADS)
     steps = []
     folded = _transposes_into_matmuls(sched)
@@ -458,12 +470,7 @@ def render(graph, options=None):
             elif isinstance(b, Loop):
                 steps.append(r.loop(b, step.literals))
     source = HEADER + r.src.text()
-    for name, sig in r.kernels:
-        RENDERED[(name, source)] = (name, source, f"void({', '.join(sig)})")
+    if LOG.kernels is not None:
+        for name, sig in r.kernels:
+            LOG.kernels[(name, source)] = (name, source, f"void({', '.join(sig)})")
     return sched, steps, source
-
-
-def compile(graph, options=None):
-    from numgrad.compiler.backends.cuda.program import Program
-    sched, steps, source = render(graph, options)
-    return Program(sched, steps, source)

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 4))
 
 SCRIPT = r"""
 import json, sys, warnings

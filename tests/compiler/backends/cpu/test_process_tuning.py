@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 4))
 
 SCRIPT = r"""
 import numpy as np

@@ -84,7 +84,7 @@ def test_long_parallel_loop_runs_in_chunks_and_matches_eager(n, monkeypatch):
     """A long body runs as a chunk function with two interleaved element streams; odd
     chunks compute one element twice and must still count it once in the sum. (The
     Numba chunk function: llvm_body, which renders such bodies by default, is off here;
-    tests/compiler/test_llvm_body.py covers it.)"""
+    tests/compiler/backends/cpu/llvm/test_body.py covers it.)"""
     from numgrad.compiler import schedule
     from numgrad.compiler.backends.cpu.llvm import body as llvm_body
     monkeypatch.setattr(llvm_body, "ENABLED", False)

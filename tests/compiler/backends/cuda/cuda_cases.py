@@ -135,10 +135,10 @@ def run(fn, args):
 def result(name):
     """The jitted CUDA run of case ``name`` (once per process)."""
     if name not in _RESULTS:
-        from numgrad.compiler.backends.cuda import renderer as cuda_codegen
-        before = set(cuda_codegen.RENDERED)
+        log = rendered_log()
+        before = set(log)
         _RESULTS[name] = run(JITTED[name], tensors(name, "cuda"))
-        for key, kernel in cuda_codegen.RENDERED.items():
+        for key, kernel in log.items():
             if key not in before:
                 KERNELS[key] = kernel
     return _RESULTS[name]
@@ -147,10 +147,16 @@ def result(name):
 def render_only(fn, *args):
     """The kernels ``ng.jit(fn)`` renders for ``args`` (forward and backward), without
     launching any: kernels compile at their first launch."""
-    from numgrad.compiler.backends.cuda import renderer as cuda_codegen
-    before = set(cuda_codegen.RENDERED)
+    log = rendered_log()
+    before = set(log)
     ng.jit(fn)._plan(args, {})
-    return [k for key, k in cuda_codegen.RENDERED.items() if key not in before]
+    return [k for key, k in log.items() if key not in before]
+
+
+def rendered_log():
+    """Every CUDA kernel rendered since the first call (the renderer's log, turned on)."""
+    from numgrad.compiler.backends.cuda import renderer
+    return renderer.LOG.start()
 
 
 def run_all():
@@ -162,3 +168,7 @@ def require_simulator():
     from numgrad.compiler.backends.cuda import device as cuda_device
     if not (cuda_device.simulated() or cuda_device.available()):
         pytest.skip("neither a CUDA device nor Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")
+
+
+# On from the start: NUMGRAD_PTX_ALL=1 compiles every kernel the session renders.
+rendered_log()

@@ -6,7 +6,7 @@ must not spill.
 
 The simulator, which runs the matrix, replaces ``numba.cuda`` in this process, so the
 compilation runs in a subprocess with ``NUMBA_ENABLE_CUDASIM=0``.
-``NUMGRAD_PTX_ALL=1 python -m pytest tests/cuda`` compiles every kernel the session
+``NUMGRAD_PTX_ALL=1 python -m pytest tests/compiler/backends/cuda`` compiles every kernel the session
 rendered instead (the op table's too: a few minutes).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import pytest
 
 import numgrad as ng
-from cuda_cases import KERNELS, render_only, require_simulator, run_all, w4_full
+from cuda_cases import KERNELS, render_only, rendered_log, require_simulator, run_all, w4_full
 from cuda_cases import _w2 as w2
 
 
@@ -29,8 +29,7 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     run_all()  # (each case runs once per process: free after test_cuda_matrix)
     kernels = list(KERNELS.values())
     if os.environ.get("NUMGRAD_PTX_ALL") == "1":  # every kernel this session rendered
-        from numgrad.compiler.backends.cuda import renderer as cuda_codegen
-        kernels = list(cuda_codegen.RENDERED.values())
+        kernels = list(rendered_log().values())
     # W2 and W4 as benchmarked (1e7 and 1e3 float64, W4's 100 steps): rendered, not run.
     big = ng.empty(10_000_000, dtype=ng.float64, device="cuda", requires_grad=True)
     kernels += render_only(w2, big, big)

@@ -20,7 +20,7 @@ from numgrad.compiler.backends.cpu.llvm import kernel as llvm_kernel
 
 torch = pytest.importorskip("torch")
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 5))
 STEPS = 6  # 31 statements: a serial loop long enough for an llvm_body body
 
 
