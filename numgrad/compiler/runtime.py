@@ -9,13 +9,12 @@ compiled and eager code mix in one graph.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import time
 
 import numpy as np
 
-from numgrad import tracing_hook
+from numgrad import config, tracing_hook
 from numgrad.autograd import anomaly
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
@@ -88,7 +87,7 @@ class CompiledFunction:
         self.fn = fn
         self.device = device
         if vector_math is None:
-            vector_math = os.environ.get("NUMGRAD_VECTOR_MATH", "1") != "0"
+            vector_math = config.get("NUMGRAD_VECTOR_MATH")
         self.options = Options(parallel=parallel, fastmath=fastmath, cache=cache,
                                verbose=verbose, vector_math=vector_math)
         self.backend = backend or ("cuda" if str(device).startswith("cuda") else "cpu")

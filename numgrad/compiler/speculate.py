@@ -20,15 +20,16 @@ went from 2.70 to 1.03 at 1e6 and from 2.86 to 0.96 at 1e7.
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
+from numgrad import config
 from numgrad.compiler import pipeline
 
 # Speculative calls whose backward has not come yet; over this the plan stops.
 MAX_PENDING = 4
-ENABLED = os.environ.get("NUMGRAD_SPECULATE", "1") != "0"
+# True or False overrides NUMGRAD_SPECULATE; None: the variable decides, at each plan.
+ENABLED = None
 
 
 class Speculation:
@@ -50,7 +51,8 @@ class Speculation:
     def maybe(cls, tr, remat, backend, opts):
         """A Speculation for an eligible trace (one scalar output with a cotangent, no
         user hooks or random ops inside), else None."""
-        if not ENABLED or len(tr.cotangent_of) != 1 or tr.probed or len(tr.outputs) != 1:
+        enabled = config.get("NUMGRAD_SPECULATE") if ENABLED is None else ENABLED
+        if not enabled or len(tr.cotangent_of) != 1 or tr.probed or len(tr.outputs) != 1:
             return None
         ct = tr.graph.inputs[tr.n_primals]
         if int(np.prod(ct.shape)) != 1:

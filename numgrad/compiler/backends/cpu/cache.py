@@ -38,22 +38,26 @@ import threading
 import types
 import warnings
 
+from numgrad import config
+
 from .numba_load import light_cache_loads
 
 # One import at a time: a module is in sys.modules before its body has run (Numba's
 # cache needs that), and another thread must not take it from there half-made.
 _LOAD_LOCK = threading.RLock()
 
-_HELPER_FILES = ("scalar.py", "scalar_vec.py", "vmath_ir.py", "vmath_numba.py", "llvm_attrs.py",
-                 "arrays_ir.py", "accumulate_ir.py", "llvm_body.py", "llvm_kernel.py")
+# What generated modules import: a change to any of them is a new module name.
+_HELPER_FILES = ("scalar.py", "scalar_vec.py", "arrays_ir.py", "accumulate_ir.py",
+                 "llvm/vmath.py", "llvm/vmath_numba.py", "llvm/attrs.py", "llvm/body.py",
+                 "llvm/kernel.py", "../scalar_math.py")
 PREFIX = "numgrad_kernels_"
-DEFAULT_MAX_MB = 1024
+DEFAULT_MAX_MB = config.FLAGS["NUMGRAD_CACHE_MAX_MB"].default
 _NUMBA_SUBDIR = "__pycache__"
 
 
 def configured_dir() -> str:
     """The cache directory the environment names (it may not exist or be usable)."""
-    d = os.environ.get("NUMGRAD_CACHE_DIR")
+    d = config.get("NUMGRAD_CACHE_DIR")
     if not d:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         d = os.path.join(base, "numgrad")
@@ -66,7 +70,7 @@ def cache_dir() -> str:
 
 def max_bytes() -> int:
     try:
-        mb = float(os.environ.get("NUMGRAD_CACHE_MAX_MB", DEFAULT_MAX_MB))
+        mb = config.get("NUMGRAD_CACHE_MAX_MB")
     except ValueError:
         mb = DEFAULT_MAX_MB
     return int(mb * 1024 * 1024)
@@ -182,10 +186,8 @@ def _helpers_digest():
     here = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256()
     for name in _HELPER_FILES:
-        p = os.path.join(here, name)
-        if os.path.exists(p):
-            with open(p, "rb") as f:
-                h.update(f.read())
+        with open(os.path.join(here, name), "rb") as f:  # missing: a stale list, fail loudly
+            h.update(f.read())
     return h.hexdigest()[:12]
 
 

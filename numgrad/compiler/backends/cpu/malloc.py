@@ -26,6 +26,8 @@ import ctypes
 import os
 import sys
 
+from numgrad import config
+
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _M_MMAP_MAX = -4
@@ -52,7 +54,7 @@ def tune() -> bool:
     if _done:
         return False
     _done = True
-    if os.environ.get("NUMGRAD_MALLOC_TUNING", "1") == "0" or not sys.platform.startswith("linux"):
+    if not config.get("NUMGRAD_MALLOC_TUNING") or not sys.platform.startswith("linux"):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt

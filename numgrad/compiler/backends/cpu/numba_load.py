@@ -17,7 +17,8 @@ lacks the internals named here, loads take Numba's own path.
 from __future__ import annotations
 
 import contextlib
-import os
+
+from numgrad import config
 
 
 def _light_load_overload(self, sig, target_context):
@@ -52,7 +53,7 @@ def light_cache_loads():
     meantime takes the light path too, which is as correct for it as for us.
     ``NUMGRAD_LIGHT_LOAD=0`` turns this off.
     """
-    cache = None if os.environ.get("NUMGRAD_LIGHT_LOAD") == "0" else _patchable()
+    cache = _patchable() if config.get("NUMGRAD_LIGHT_LOAD") else None
     if cache is None:
         yield
         return

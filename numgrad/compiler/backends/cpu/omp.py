@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 
+from numgrad import config
+
 SPINCOUNT = "10000"
 
 _done = False
@@ -30,7 +32,7 @@ def tune() -> bool:
     if _done:
         return False
     _done = True
-    if (os.environ.get("NUMGRAD_OMP_TUNING", "1") == "0" or "OMP_WAIT_POLICY" in os.environ
+    if (not config.get("NUMGRAD_OMP_TUNING") or "OMP_WAIT_POLICY" in os.environ
             or "GOMP_SPINCOUNT" in os.environ):
         return False
     import numba

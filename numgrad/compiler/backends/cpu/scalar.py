@@ -6,7 +6,6 @@ which swaps in vectorisable transcendentals). Every helper is inlined.
 """
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -14,6 +13,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from numgrad.compiler.backends import scalar_math as _shared
 from numgrad.compiler.backends.cpu.accumulate_ir import radd  # noqa: F401 (kernels call it)
 from numgrad.compiler.backends.cpu.arrays_ir import alloc, full, view  # noqa: F401 (kernels call them)
 
@@ -34,88 +34,21 @@ def noalias_args(typingctx):
     return types.none(), codegen
 
 
-# Plain libm versions, used when ``ng.jit(vector_math=False)``; ``scalar_vec`` replaces
-# them with ``vmath_ir``'s vectorisable polynomials (the default).
-def _libm(fn):
-    @njit(inline="always")
-    def call(x):
-        return fn(x)
-    return call
-
-
-exp, log, tanh, sin, cos = (_libm(f) for f in (math.exp, math.log, math.tanh, math.sin,
-                                                math.cos))
+# The helpers both backends share (plain libm transcendentals, used when
+# ``ng.jit(vector_math=False)``; ``scalar_vec`` replaces them with ``vmath_ir``'s
+# vectorisable polynomials, the default).
+_inline = njit(inline="always")
+(exp, log, tanh, sin, cos, erf, log1p, expm1, sigmoid, relu, sign, clamp, clamp_min, clamp_max,
+ maximum, minimum, power, remainder, fmod, hypot) = (_inline(f) for f in _shared.SHARED)
 sin_paired, cos_paired = sin, cos  # scalar_vec's are inlined for sin/cos pairs
 
 
-@njit(inline="always")
-def sigmoid(x):
-    # Split by sign so exp never overflows, as the eager impl does.
-    # (No `+ x * 0`: at +-inf that is NaN, where sigmoid is 1 and 0.)
-    if x >= 0:
-        return 1 / (1 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1 + e)
-
-
-@njit(inline="always")
+@_inline
 def sqrt(x):
     return np.sqrt(x)
 
 
-# relu and sign take their zero/one from the emitter (typed literals): `x * 0` kept the
-# type but is NaN at +-inf, which made relu(-inf) and the gradient of abs at inf NaN.
-@njit(inline="always")
-def relu(x, zero):
-    # PyTorch's `x < 0 ? 0 : x`: relu(-0) is -0, NaN passes.
-    return zero if x < 0 else x
-
-
-@njit(inline="always")
-def sign(x, zero, one):
-    # PyTorch's sign: +0 at +-0 and at NaN.
-    if x > 0:
-        return one
-    if x < 0:
-        return -one
-    return zero
-
-
-@njit(inline="always")
-def clamp(x, lo, hi):
-    # NaN passes through, as np.clip and torch.clamp do.
-    y = lo if x < lo else x
-    return hi if y > hi else y
-
-
-@njit(inline="always")
-def clamp_min(x, lo):
-    return lo if x < lo else x
-
-
-@njit(inline="always")
-def clamp_max(x, hi):
-    return hi if x > hi else x
-
-
-@njit(inline="always")
-def maximum(a, b):
-    # np.maximum's rule (the eager impl): NaN wins, and of two equal values (-0, +0) the
-    # second, as torch's vectorised loop also gives.
-    return a if (a > b or a != a) else b
-
-
-@njit(inline="always")
-def minimum(a, b):
-    return a if (a < b or a != a) else b
-
-
-@njit(inline="always")
-def power(a, b):
-    return a ** b
-
-
-@njit(inline="always")
+@_inline
 def ipower(a, b):
     # Integer powers as PyTorch computes them: negative exponents give 1 for 1, +-1
     # for -1, 0 otherwise (the eager impl does the same on NumPy).
@@ -128,52 +61,11 @@ def ipower(a, b):
     return a * 0
 
 
-HELPERS = ["exp", "log", "tanh", "sigmoid", "sin", "cos", "sqrt", "relu", "sign", "clamp",
-           "clamp_min", "clamp_max", "maximum", "minimum", "power", "ipower"]
-
-
-# Issue 11's ops (numgrad/ops/special.py). Numba lowers math.erf/log1p/expm1 to libm.
-@njit(inline="always")
-def erf(x):
-    return math.erf(x)
-
-
-@njit(inline="always")
-def log1p(x):
-    return math.log1p(x)
-
-
-@njit(inline="always")
-def expm1(x):
-    return math.expm1(x)
-
-
-@njit(inline="always")
-def remainder(a, b):
-    # Python's % (and torch.remainder): the result takes the divisor's sign.
-    return a % b
-
-
-@njit(inline="always")
-def fmod(a, b):
-    # C's fmod (and torch.fmod) for integers: the result takes the dividend's sign.
-    r = a % b
-    if r != 0 and (r < 0) != (a < 0):
-        r = r - b
-    return r
-
-
-@njit(inline="always")
+@_inline
 def ffmod(a, b):
     # Floats: C's own fmod, as the eager np.fmod (fmod(-0., y) is -0, fmod(x, inf) is x;
     # Python's %, which Numba's is, gives +0 and inf there, and rounds when it adds b).
     return np.fmod(a, b)
 
 
-@njit(inline="always")
-def hypot(a, b):
-    # C's hypot, as np.hypot: no overflow in the squares, inf wins over NaN.
-    return math.hypot(a, b)
-
-
-HELPERS += ["erf", "log1p", "expm1", "remainder", "fmod", "ffmod", "hypot"]
+HELPERS = [f.__name__ for f in _shared.SHARED] + ["sqrt", "ipower", "ffmod"]

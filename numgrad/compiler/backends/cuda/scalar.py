@@ -1,13 +1,12 @@
 """backends.cuda.scalar: the scalar functions lowering templates name, for CUDA kernels.
 
-Room: compiler. The registry's templates (``exp({0})``, ``relu({0})``...) read the same
-in ``numba.njit`` and ``numba.cuda.jit`` source; ``backends.cpu.scalar`` defines the names
-for the CPU, this module for CUDA (device functions, inlined). The transcendentals are
+Room: compiler. The helpers of ``backends.scalar_math`` as CUDA device functions
+(inlined), and the three whose CUDA bodies differ from the CPU's. The transcendentals are
 CUDA's own: Numba lowers ``math.*`` to libdevice (``__nv_exp``...), which is within 1-2
 ulp, as the CPU's vector math is; porting ``vmath_ir``'s polynomials would not be faster
 on a GPU, where these kernels are memory-bound. Each function keeps the CPU helper's
 special-value rule (NaN passes clamp, relu(-0) is -0, sign(NaN) is 0...), and every
-name of ``backends.cpu.scalar.HELPERS`` is defined here (tests/cuda checks it).
+name of ``backends.cpu.scalar.HELPERS`` is defined here (tests/compiler/backends/cuda checks it).
 """
 from __future__ import annotations
 
@@ -15,92 +14,18 @@ import math
 
 from numba import cuda
 
+from numgrad.compiler.backends import scalar_math as _shared
+
 _device = cuda.jit(device=True, inline="always")
 
 
-@_device
-def exp(x):
-    return math.exp(x)
-
-
-@_device
-def log(x):
-    return math.log(x)
-
-
-@_device
-def tanh(x):
-    return math.tanh(x)
-
-
-@_device
-def sin(x):
-    return math.sin(x)
-
-
-@_device
-def cos(x):
-    return math.cos(x)
+(exp, log, tanh, sin, cos, erf, log1p, expm1, sigmoid, relu, sign, clamp, clamp_min, clamp_max,
+ maximum, minimum, power, remainder, fmod, hypot) = (_device(f) for f in _shared.SHARED)
 
 
 @_device
 def sqrt(x):
     return math.sqrt(x)
-
-
-@_device
-def sigmoid(x):
-    # Split by sign so exp never overflows, as the eager impl does.
-    if x >= 0:
-        return 1 / (1 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1 + e)
-
-
-@_device
-def relu(x, zero):
-    return zero if x < 0 else x
-
-
-@_device
-def sign(x, zero, one):
-    if x > 0:
-        return one
-    if x < 0:
-        return -one
-    return zero
-
-
-@_device
-def clamp(x, lo, hi):
-    y = lo if x < lo else x
-    return hi if y > hi else y
-
-
-@_device
-def clamp_min(x, lo):
-    return lo if x < lo else x
-
-
-@_device
-def clamp_max(x, hi):
-    return hi if x > hi else x
-
-
-@_device
-def maximum(a, b):
-    # np.maximum's rule: NaN wins; of two equal values the second.
-    return a if (a > b or a != a) else b
-
-
-@_device
-def minimum(a, b):
-    return a if (a < b or a != a) else b
-
-
-@_device
-def power(a, b):
-    return a ** b
 
 
 @_device
@@ -121,41 +46,6 @@ def ipower(a, b):
     if a == -1:
         return a if b % 2 else -a
     return a * 0
-
-
-@_device
-def hypot(a, b):
-    return math.hypot(a, b)
-
-
-@_device
-def erf(x):
-    return math.erf(x)
-
-
-@_device
-def log1p(x):
-    return math.log1p(x)
-
-
-@_device
-def expm1(x):
-    return math.expm1(x)
-
-
-@_device
-def remainder(a, b):
-    # Python's % (and torch.remainder): the result takes the divisor's sign.
-    return a % b
-
-
-@_device
-def fmod(a, b):
-    # C's fmod for integers: the result takes the dividend's sign.
-    r = a % b
-    if r != 0 and (r < 0) != (a < 0):
-        r = r - b
-    return r
 
 
 @_device

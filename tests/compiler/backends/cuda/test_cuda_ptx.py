@@ -19,6 +19,7 @@ import sys
 import pytest
 
 import numgrad as ng
+from numgrad import config
 from cuda_cases import KERNELS, render_only, rendered_log, require_simulator, run_all, w4_full
 from cuda_cases import _w2 as w2
 
@@ -28,7 +29,7 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     pytest.importorskip("nvidia.cuda_nvcc", reason="numba-cuda[cu12] brings ptxas")
     run_all()  # (each case runs once per process: free after test_cuda_matrix)
     kernels = list(KERNELS.values())
-    if os.environ.get("NUMGRAD_PTX_ALL") == "1":  # every kernel this session rendered
+    if config.get("NUMGRAD_PTX_ALL"):  # every kernel this session rendered
         kernels = list(rendered_log().values())
     # W2 and W4 as benchmarked (1e7 and 1e3 float64, W4's 100 steps): rendered, not run.
     big = ng.empty(10_000_000, dtype=ng.float64, device="cuda", requires_grad=True)

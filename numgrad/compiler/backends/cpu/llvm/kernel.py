@@ -37,20 +37,21 @@ import ctypes
 import functools
 import hashlib
 import json
-import os
 import threading
 
 import numpy as np
 from llvmlite import ir
 
+from numgrad import config
 from numgrad.compiler import progress as _progress
 from numgrad.compiler.backends.cpu import cache as _cache
 from numgrad.compiler.backends.cpu.llvm import body as _llvm_body
 from numgrad.compiler.backends.cpu.program import Program
 from numgrad.compiler.schedule import Alias, Loop, _size, cshape
 
-# NUMGRAD_LLVM_KERNEL=0: every kernel through Numba (for comparison).
-ENABLED = os.environ.get("NUMGRAD_LLVM_KERNEL", "1") != "0"
+# True or False overrides NUMGRAD_LLVM_KERNEL (=0: every kernel through Numba, for
+# comparison); None: the variable decides, at each plan.
+ENABLED = None
 _LOCK = threading.Lock()
 _FT = {"float64": ir.DoubleType(), "float32": ir.FloatType()}
 
@@ -516,7 +517,8 @@ def program(sched, steps, options, source):
     same plan (what ``compiled.source`` shows). Kernels with parallel loops run serially
     at the first call and on threads from the second (``options.parallel=True``: from
     the first)."""
-    if (not ENABLED or OFFSETS is None or options.fastmath
+    enabled = config.get("NUMGRAD_LLVM_KERNEL") if ENABLED is None else ENABLED
+    if (not enabled or OFFSETS is None or options.fastmath
             or not any(k.ir_specs for k in sched.kernels)):  # nothing long: Numba's own
         return None
     descs = []
