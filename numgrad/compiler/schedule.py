@@ -187,7 +187,7 @@ class Stmt:
                 + ("  -> store" if self.store else ""))
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Reduce:
     out: object
     op: object
@@ -552,9 +552,11 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
         if e.prim.role == "reduction":
             r = e.prim.reduce
             loop.body.append(Reduce(
-                e.out, e.prim, ref(e.inputs[0]), e.out.dtype, e, r.combine, _identity(e),
-                e in full_reds, _keep_shape(e), r.mean,
-                _size(e.inputs[0].shape) // max(_size(e.out.shape), 1), r.additive))
+                out=e.out, op=e.prim, arg=ref(e.inputs[0]), dtype=e.out.dtype, eqn=e,
+                combine=r.combine, identity=_identity(e), full=e in full_reds,
+                keep=_keep_shape(e), mean=r.mean,
+                count=_size(e.inputs[0].shape) // max(_size(e.out.shape), 1),
+                additive=r.additive))
             continue
         loop.body.append(Stmt(e.out, e.prim, [ref(v) for v in e.inputs], dict(e.params),
                               e.out.dtype, e, store=e.out in needed_outside,
