@@ -205,7 +205,7 @@ def _probe_outputs_used_inside(graph, n_fwd, outs, out_leaves, req_out):
 
 
 def _cheap(e):
-    return e.prim.cheap  # the registry's: elementwise, and the views and casts
+    return e.prim.cost.cheap  # the registry's: elementwise, and the views and casts
 
 
 def partition(tr: Traced, remat=True):

@@ -280,7 +280,7 @@ class Kernel:
     extents: list = field(default_factory=list)  # generic: (extent, input Var, dim), in order
     name: str | None = None
     fn: object = None   # the loaded function (set by the backend)
-    ir_specs: dict = field(default_factory=dict)  # loop index -> llvm_body spec (backends.cpu.renderer)
+    ir_specs: dict = field(default_factory=dict)  # loop index -> cpu.llvm.body spec
 
     @property
     def parallel(self):
@@ -493,13 +493,13 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
                 flat = False
     loop = Loop(index, S, flat)
     # Ops of a pair (sin and cos: ``pairs=("sincos", slot)``) on the same argument.
-    trig = {(e.prim.pairs, e.inputs[0]) for e in members if e.prim.pairs}
+    trig = {(e.prim.cost.pairs, e.inputs[0]) for e in members if e.prim.cost.pairs}
     loop.paired = {v for (grp, slot), v in trig if slot == 0 and ((grp, 1), v) in trig}
     reds = [e for e in members if e.prim.role == "reduction"]
     full_reds = [e for e in reds if _size(e.out.shape) == 1]
     part_reds = [e for e in reds if _size(e.out.shape) != 1]
     only_sums = all(e.prim.reduce.additive for e in reds)
-    loop.weight = sum(e.prim.weight for e in members)
+    loop.weight = sum(e.prim.cost.weight for e in members)
     loop.work = N * loop.weight
     # A generic plan decides at run time when the loop's size does (both loops rendered).
     runtime = {s for s, _, _ in kernel.extents}
@@ -528,7 +528,7 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
     # same bits. Loops without one need no chunks for that and run faster without
     # (W5: 2.0 -> 1.87 ms); long bodies are chunked anyway, to be outlined.
     long_body = len(members) > PARALLEL_INLINE_MAX_BODY
-    heavy = sum(e.prim.weight for e in members if e.prim.weight > 1)
+    heavy = sum(e.prim.cost.weight for e in members if e.prim.cost.weight > 1)
     interleave = (loop.parallel and flat and INTERLEAVE_LONG_BODIES
                   and (long_body or (INTERLEAVE_MIN_HEAVY_WEIGHT is not None
                                     and heavy >= INTERLEAVE_MIN_HEAVY_WEIGHT)))
@@ -560,7 +560,7 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
             continue
         loop.body.append(Stmt(e.out, e.prim, [ref(v) for v in e.inputs], dict(e.params),
                               e.out.dtype, e, store=e.out in needed_outside,
-                              paired=bool(e.prim.pairs) and e.inputs[0] in loop.paired))
+                              paired=bool(e.prim.cost.pairs) and e.inputs[0] in loop.paired))
         local.add(e.out)
     materialized.update(produced)
     return loop
@@ -612,7 +612,7 @@ def build(graph, options=None):
     options = options or Options()
     graph = drop_detach_copies(graph)
     steps = split_stages(graph)
-    blas = any(isinstance(s, HostStep) and s.eqn.prim.blas for s in steps)
+    blas = any(isinstance(s, HostStep) and s.eqn.prim.cost.blas for s in steps)
     sched = Schedule(options.name, options.role, graph, steps, generic=options.generic,
                      parallel=options.parallel in ("auto", True),
                      min_work=PARALLEL_MIN_WORK_BESIDE_BLAS if blas else PARALLEL_MIN_WORK,

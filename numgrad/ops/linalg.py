@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numgrad.ops.registry import defop
+from numgrad.ops.registry import Cost, defop
 from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops.dispatch import broadcast_shapes
 
@@ -45,7 +45,7 @@ def matmul_shape(sa, sb):
     return out
 
 
-matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, lowering="matmul", blas=True,
+matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, cost=Cost(blas=True),
                  abstract=lambda x, y: (matmul_shape(x.shape, y.shape),
                                         np.result_type(x.dtype, y.dtype)))
 

@@ -39,7 +39,7 @@ class Program:
         self._consts = [(v, _ready(np.ascontiguousarray(a.reshape(cshape(a.shape)))))
                         for v, a in graph.consts.items()]
         # upgrade(program): the backend's switch to its multi-threaded kernels, made at
-        # the second call (backends.cpu.renderer.prange_tier, backends.cpu.llvm.kernel.threads_tier).
+        # the second call (backends.cpu.build.prange_tier, backends.cpu.llvm.kernel.threads_tier).
         self._upgrade = upgrade
         self._calls = 0
         self.modules = ()  # names of the kernel modules it runs (set by backends.cpu.renderer)

@@ -1,4 +1,4 @@
-"""backends.cpu.renderer: renders a ``Schedule`` as fused Numba kernels for the CPU (``numba.njit``,
+"""backends.cpu.renderer: a ``Schedule`` as fused Numba kernels for the CPU (``numba.njit``,
 ``prange`` where the schedule says a loop is parallel).
 
 Room: compiler. Fusion is decided by ``compiler.schedule`` (stages, loops, what each

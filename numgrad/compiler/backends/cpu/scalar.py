@@ -15,7 +15,7 @@ from numba.extending import intrinsic
 
 from numgrad.compiler.backends import scalar_math as _shared
 from numgrad.compiler.backends.cpu.accumulate_ir import radd  # noqa: F401 (kernels call it)
-from numgrad.compiler.backends.cpu.arrays_ir import alloc, full, view  # noqa: F401 (kernels call them)
+from numgrad.compiler.backends.cpu.arrays_ir import alloc, full, view  # noqa: F401 (kernels)
 
 # noalias_args (why: backends.cpu.llvm.attrs). Numba passes an array as (meminfo, parent,
 # nitems, itemsize, data, shape..., strides...); field 4 is the data pointer. Generated

@@ -92,7 +92,7 @@ class CudaEager:
         shape, dtype = self._abstract(prim, ins, params)
         out = Var(len(ins), shape, dtype)
         eqn = Eqn(prim, ins, params, out)
-        host = prim.role == "host" and not prim.blas and not prim.view
+        host = prim.role == "host" and not prim.cost.blas and not prim.view
         pkey = _param_key(params)
         # Not cached: host steps (nothing to compile), and params NumPy prints abridged
         # (large index arrays), whose repr would not tell them apart.

@@ -39,7 +39,7 @@ class Program:
         self._consts = None
 
     def _load(self, device):
-        from numgrad.compiler.backends.cuda import scalar as cuda_scalar  # noqa: F401  (its device functions)
+        from numgrad.compiler.backends.cuda import scalar  # noqa: F401  (its device functions)
         ns = {}
         name = f"<numgrad-cuda {self.graph.name}>"
         exec(compile(self.source, name, "exec"), ns)  # noqa: S102  (our own generated code)

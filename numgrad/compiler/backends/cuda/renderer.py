@@ -1,4 +1,4 @@
-"""backends.cuda.renderer: a schedule rendered as ``numba.cuda`` kernels and the steps between them.
+"""backends.cuda.renderer: a schedule as ``numba.cuda`` kernels and the steps between them.
 
 Room: compiler. The CUDA renderer of ``compiler.schedule``: the fusion decisions
 (which equations share a loop, what each loop reads, computes, reduces and writes) are
@@ -432,7 +432,7 @@ def _transposes_into_matmuls(sched):
         if v in outs or e.inputs[0].ndim < 2:
             continue
         us = users.get(v, [])
-        if not us or not all(u.prim.blas and u.out in host and matmul_dims(u) is not None
+        if not us or not all(u.prim.cost.blas and u.out in host and matmul_dims(u) is not None
                              and u.inputs[0] is not u.inputs[1] for u in us):
             continue
         if _is_transpose(e, gather_map(e)):
@@ -455,7 +455,7 @@ def render(sched, options=None):
             e = step.eqn
             if e.out in folded:
                 continue  # read transposed by the matmuls that use it
-            if e.prim.blas and matmul_dims(e) is not None:
+            if e.prim.cost.blas and matmul_dims(e) is not None:
                 steps.append(r.matmul(e, [folded.get(v, (v, False)) for v in e.inputs]))
                 continue
             idx = gather_map(e) if e.out.dtype.name in _TYPES else None

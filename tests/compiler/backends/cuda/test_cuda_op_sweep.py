@@ -1,7 +1,7 @@
 """Every row of the op table (tests/ops/test_op_table.py), first sample, float64, through
 ``@ng.jit`` on CUDA tensors (Numba's simulator): values and input gradients equal eager
 numgrad on the CPU. (test_cuda_ptx.py compiles the matrix's kernels for sm_90, not these,
-to keep CI short; all of tests/compiler/backends/cuda's kernels, these included, compiled and assembled for
+to keep CI short; all of this directory's kernels, these included, compiled and assembled for
 sm_90 without spills under ``NUMGRAD_PTX_ALL=1``: 298 distinct, see the README.)"""
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ must not spill.
 
 The simulator, which runs the matrix, replaces ``numba.cuda`` in this process, so the
 compilation runs in a subprocess with ``NUMBA_ENABLE_CUDASIM=0``.
-``NUMGRAD_PTX_ALL=1 python -m pytest tests/compiler/backends/cuda`` compiles every kernel the session
-rendered instead (the op table's too: a few minutes).
+``NUMGRAD_PTX_ALL=1 python -m pytest tests/compiler/backends/cuda`` compiles every kernel
+the session rendered instead (the op table's too: a few minutes).
 """
 from __future__ import annotations
 

@@ -190,7 +190,7 @@ def build_spec(loop, fastmath=False):
             temp[st.out] = srcs[int(m.group(1))]
         else:
             t = new_temp()
-            pair = list(st.op.pairs) if st.paired and st.op.pairs else None
+            pair = list(st.op.cost.pairs) if st.paired and st.op.cost.pairs else None
             ops.append(["op", t, expr, srcs, spell.consts, pair])
             temp[st.out] = t
         if st.store:

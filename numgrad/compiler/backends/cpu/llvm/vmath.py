@@ -61,7 +61,8 @@ import weakref
 import numpy as np
 from llvmlite import ir
 
-from numgrad.compiler.backends.cpu.llvm.attrs import AttrsWithStrings, add_string_attribute, declare
+from numgrad.compiler.backends.cpu.llvm.attrs import (AttrsWithStrings, add_string_attribute,
+                                                      declare)
 
 __all__ = ["TEMPLATES", "PREFER_VECTOR_WIDTH", "INLINE_CALL_SITES"]
 
