@@ -76,6 +76,22 @@ def max_bytes() -> int:
     return int(mb * 1024 * 1024)
 
 
+class _ProcessState:
+    """What this process has decided and seen about the cache, in one place."""
+
+    def __init__(self):
+        self.dirs = {}        # configured path -> DiskCache, decided once per process
+        self.active = set()   # directories (rw or ro) whose Numba files numgrad verifies
+        self.warned = False   # the one warning about an unusable directory was given
+        self.digest = None    # of the helper modules (part of every module name)
+        self.expected = {}    # absolute path of a Numba cache file -> the SHA-256 it must have
+        self.dirty = set()    # (numba_dir, module name) whose Numba files this process wrote
+        self.refused = []     # (path, why) refused during the current import
+        self.hooks = None     # whether Numba's cache reads and writes go through ours
+
+
+_S = _ProcessState()
+
 # ------------------------------------------------------------ the directory
 class DiskCache:
     """A cache directory as this process found it: ``mode`` is "rw", "ro" or "off"."""
@@ -88,15 +104,9 @@ class DiskCache:
         return f"DiskCache({self.path!r}, {self.mode!r}, {self.reason!r})"
 
 
-_DIRS = {}           # configured path -> DiskCache, decided once per process
-_ACTIVE = set()      # directories (rw or ro) whose Numba files numgrad verifies
-_warned = False
-
-
 def _warn_once(message):
-    global _warned
-    if not _warned:
-        _warned = True
+    if not _S.warned:
+        _S.warned = True
         warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
@@ -148,15 +158,15 @@ def _open_dir(d):
 def disk() -> DiskCache:
     """The configured cache directory, checked once per process (one warning if refused)."""
     d = configured_dir()
-    dc = _DIRS.get(d)
+    dc = _S.dirs.get(d)
     if dc is None:
         with _LOAD_LOCK:
-            dc = _DIRS.get(d)
+            dc = _S.dirs.get(d)
             if dc is None:
                 dc = _open_dir(d)
                 if dc.mode == "off":
                     _warn_refused(dc)
-                _DIRS[d] = dc
+                _S.dirs[d] = dc
     return dc
 
 
@@ -169,15 +179,15 @@ def _numba_disk() -> DiskCache:
     """``disk()`` for Numba's files: their reads and writes verified (``_install_numba_hooks``,
     which imports Numba, so only here and not for ``llvm_kernel``'s object files)."""
     dc = disk()
-    if dc.mode != "off" and dc.numba_dir not in _ACTIVE:
+    if dc.mode != "off" and dc.numba_dir not in _S.active:
         with _LOAD_LOCK:
             if not _install_numba_hooks():
                 dc = DiskCache(dc.path, "off", "this Numba lacks the cache internals "
                                                "numgrad verifies its files through")
                 _warn_refused(dc)
-                _DIRS[configured_dir()] = dc
+                _S.dirs[configured_dir()] = dc
             else:
-                _ACTIVE.add(dc.numba_dir)
+                _S.active.add(dc.numba_dir)
     return dc
 
 
@@ -191,14 +201,10 @@ def _helpers_digest():
     return h.hexdigest()[:12]
 
 
-_DIGEST = None
-
-
 def module_name(source: str) -> str:
-    global _DIGEST
-    if _DIGEST is None:
-        _DIGEST = _helpers_digest()
-    h = hashlib.sha256((_DIGEST + source).encode()).hexdigest()[:20]
+    if _S.digest is None:
+        _S.digest = _helpers_digest()
+    h = hashlib.sha256((_S.digest + source).encode()).hexdigest()[:20]
     return f"{PREFIX}{h}"
 
 
@@ -293,11 +299,11 @@ def _load_from_disk(dc, name, source, verbose, store):
     _ignore_bytecode(dc, name, store)
     if verbose:
         print(f"[numgrad.jit] {'compiling' if fresh else 'loading'} {path}")
-    del _REFUSED[:]
+    del _S.refused[:]
     mod = _exec(name, source, path, file_backed=True)
-    for p, why in dict(_REFUSED).items():
+    for p, why in dict(_S.refused).items():
         _refused(f"{p}: {why}; not unpickled, the kernel was compiled again")
-    del _REFUSED[:]
+    del _S.refused[:]
     if store:
         stored = _write_manifests(dc)
         if not stored:
@@ -420,7 +426,7 @@ def _entry_files(dc, name):
 
 def _remove_entry(dc, name):
     for p in _entry_files(dc, name):
-        _EXPECTED.pop(p, None)
+        _S.expected.pop(p, None)
         try:
             os.remove(p)
         except OSError:
@@ -428,9 +434,6 @@ def _remove_entry(dc, name):
 
 
 # ----------------------------------------------------------------- manifests
-_EXPECTED = {}   # absolute path of a Numba cache file -> the SHA-256 it must have
-_DIRTY = set()   # (numba_dir, module name) whose Numba files this process wrote
-_REFUSED = []    # (path, why) refused during the current import
 
 
 def _trusted_json(path):
@@ -459,16 +462,16 @@ def _read_manifest(dc, name):
         return
     for base, digest in files.items():
         if os.sep not in base and base.startswith(name + ".") and isinstance(digest, str):
-            _EXPECTED[os.path.join(dc.numba_dir, base)] = digest
+            _S.expected[os.path.join(dc.numba_dir, base)] = digest
 
 
 def _write_manifests(dc):
     """Write the manifests of the entries whose Numba files this process saved."""
     done = False
-    for numba_dir, name in sorted(_DIRTY):
+    for numba_dir, name in sorted(_S.dirty):
         if numba_dir != dc.numba_dir:
             continue
-        files = {os.path.basename(p): h for p, h in _EXPECTED.items()
+        files = {os.path.basename(p): h for p, h in _S.expected.items()
                  if os.path.dirname(p) == numba_dir and os.path.basename(p).startswith(name + ".")}
         body = json.dumps({"version": 1, "files": files}, sort_keys=True).encode()
         try:
@@ -476,12 +479,12 @@ def _write_manifests(dc):
             done = True
         except OSError:
             pass
-    _DIRTY.difference_update({k for k in _DIRTY if k[0] == dc.numba_dir})
+    _S.dirty.difference_update({k for k in _S.dirty if k[0] == dc.numba_dir})
     return done
 
 
 def _under_active(path):
-    return os.path.dirname(path) in _ACTIVE
+    return os.path.dirname(path) in _S.active
 
 
 def _verified_bytes(path):
@@ -491,11 +494,11 @@ def _verified_bytes(path):
             data = f.read()
     except OSError:
         return None
-    expected = _EXPECTED.get(path)
+    expected = _S.expected.get(path)
     if expected is None:  # a miss, quietly: entries from before manifests look like this
         return None
     if hashlib.sha256(data).hexdigest() != expected:
-        _REFUSED.append((path, "its content hash does not match the manifest"))
+        _S.refused.append((path, "its content hash does not match the manifest"))
         return None
     return data
 
@@ -504,22 +507,18 @@ def _record(path):
     try:
         os.chmod(path, 0o600)  # Numba writes 0644; the directory is private anyway
         with open(path, "rb") as f:
-            _EXPECTED[path] = hashlib.sha256(f.read()).hexdigest()
+            _S.expected[path] = hashlib.sha256(f.read()).hexdigest()
     except OSError:
         return
-    _DIRTY.add((os.path.dirname(path), os.path.basename(path).split(".", 1)[0]))
-
-
-_hooks = None
+    _S.dirty.add((os.path.dirname(path), os.path.basename(path).split(".", 1)[0]))
 
 
 def _install_numba_hooks():
     """Route Numba's cache reads and writes for numgrad's directories through the
     manifest (installed once; other files take Numba's own path). False if this Numba
     lacks the internals named here: the disk cache is then not used at all."""
-    global _hooks
-    if _hooks is not None:
-        return _hooks
+    if _S.hooks is not None:
+        return _S.hooks
     try:
         from numba.core import caching
         idcf = caching.IndexDataCacheFile
@@ -529,7 +528,7 @@ def _install_numba_hooks():
                 getattr(caching.CacheImpl, "_locator_classes", None), list):
             raise AttributeError
     except (ImportError, AttributeError):
-        _hooks = False
+        _S.hooks = False
         return False
     orig = {n: getattr(idcf, n) for n in needed}
 
@@ -595,7 +594,7 @@ def _install_numba_hooks():
         def from_function(cls, py_func, py_file):
             d = os.path.dirname(os.path.abspath(py_file))
             if (os.path.basename(py_file).startswith(PREFIX)
-                    and os.path.join(d, _NUMBA_SUBDIR) in _ACTIVE):
+                    and os.path.join(d, _NUMBA_SUBDIR) in _S.active):
                 return cls(py_func, py_file)
             return None
 
@@ -603,7 +602,7 @@ def _install_numba_hooks():
                   ("_save_index", _save_index), ("_save_data", _save_data)):
         setattr(idcf, n, fn)
     caching.CacheImpl._locator_classes.insert(0, NumgradLocator)
-    _hooks = True
+    _S.hooks = True
     return True
 
 
@@ -644,7 +643,7 @@ def evict(dc, keep=(), limit=None):
         if name in keep:
             continue
         for p in paths:
-            _EXPECTED.pop(p, None)
+            _S.expected.pop(p, None)
             try:
                 os.remove(p)
             except OSError:
