@@ -13,10 +13,8 @@ equations on the same values); with any other cotangent, a second backward
 Hooks inside the function (they must run during the backward, not the call), random
 ops and output hooks keep the ordinary path. A plan whose speculative calls are not
 followed by their backward (evaluation with grad enabled) stops speculating, so the
-gradients it computed for nothing cost at most ``MAX_PENDING`` calls.
-
-W2 float64, 2 threads (bench/w2_habit_breakdown.py): call + ``.backward()`` over ``jit v&g``
-went from 2.70 to 1.03 at 1e6 and from 2.86 to 0.96 at 1e7.
+gradients it computed for nothing cost at most ``MAX_PENDING`` calls. (What it saves:
+docs/design-notes.md, "Speculation".)
 """
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 Room: compiler. ``np.empty``, ``np.full`` and ``ndarray.reshape`` are compiled by
 Numba as functions of their own in ``numba.np.arrayobj``, and a kernel that calls
 them keeps their environments: loading it from the disk cache in a new process
-imports ``numba.np.arrayobj`` to rebuild them (40 ms of a 0.29 s warm start
-here, see ``bench/warm_start.py``). These intrinsics emit the same IR inside the
+imports ``numba.np.arrayobj`` to rebuild them (a good part of a warm start:
+docs/design-notes.md, "Warm start"). These intrinsics emit the same IR inside the
 kernel instead, so a loaded kernel references nothing but its own environment.
 
 * ``alloc(shape, dtype)``: ``np.empty(shape, dtype)``, C order; ``dtype`` is a

@@ -53,11 +53,11 @@ def build(rendered, options):
     kernels = sched.kernels
     verbose, use_disk = options.verbose, options.cache  # cache=False: nothing read or written
     source, sources = rendered.source, rendered.sources
-    # Tiered compile: parallel=True costs Numba ~0.3 s more per kernel (its parfors
-    # passes), so with parallel="auto" a cold cache first gets the serial tier (prange
-    # runs as range; the chunked loops keep the results bit-identical), and the Program
-    # compiles the prange tier at its second call. A call made once never pays for
-    # threads; a kernel built before loads at once.
+    # Tiered compile: parallel=True costs Numba more per kernel (its parfors passes:
+    # docs/design-notes.md, "Tiers"), so with parallel="auto" a cold cache first gets the
+    # serial tier (prange runs as range; the chunked loops keep the results bit-identical),
+    # and the Program compiles the prange tier at its second call. A call made once never
+    # pays for threads; a kernel built before loads at once.
     par = any(k.parallel for k in kernels)
     built = use_disk and _cache.is_built(source)
     tiered = par and options.parallel == "auto" and not built

@@ -2,20 +2,18 @@
 
 Room: compiler. A compiled call allocates its outputs (and a kernel its temporaries)
 afresh each time. glibc serves blocks over M_MMAP_THRESHOLD (128 KiB at start) with
-mmap, and gives free memory at the top of the heap back to the OS past
-M_TRIM_THRESHOLD; both start low and rise only as large blocks are freed, up to 32 MiB
-and 64 MiB. Until then every call touches fresh pages: a loop of W2's jit(v&g) at 1e5
-ran 1.03 ms per call instead of 0.53-0.60 ms, W5's 4.3 ms instead of 1.5 ms, the
-difference being page faults. ``tune()`` sets the two thresholds to those maxima once,
-when numgrad compiles its first plan: the state glibc itself reaches after freeing one
-32 MiB block, so nothing unusual, only reached at once.
+mmap, and gives free memory at the top of the heap back to the OS past M_TRIM_THRESHOLD;
+both start low and rise only as large blocks are freed, up to 32 MiB and 64 MiB. Until
+then every call touches fresh pages, and page faults can take as long as the kernels
+(docs/design-notes.md, "malloc thresholds"). ``tune()`` sets the two thresholds to those
+maxima once, when numgrad compiles its first plan: the state glibc itself reaches after
+freeing one 32 MiB block, so nothing unusual, only reached at once.
 
 Blocks over 32 MiB (4M float64 elements) are still mmapped, whatever the threshold:
 32 MiB is glibc's ceiling for it. So ``tune()`` also turns mmap off for malloc
 (``M_MMAP_MAX=0``): large blocks then come from the heap too, and a freed one is reused
-by the next call instead of mapped and faulted in afresh. W2's ``jit(value_and_grad)``
-at 1e7 float64 took 39,064 minor page faults per call and 0 after, and ran about 3x
-faster. The cost is memory kept: up to ``TRIM_THRESHOLD`` (an eighth of physical memory,
+by the next call instead of mapped and faulted in afresh (no page faults per call at
+all). The cost is memory kept: up to ``TRIM_THRESHOLD`` (an eighth of physical memory,
 between 64 MiB and 4 GiB) of freed heap stays with the process instead of going back to
 the OS. ``NUMGRAD_MALLOC_TUNING=0`` leaves malloc alone; other C libraries (no
 ``mallopt``) are left alone too.

@@ -3,8 +3,8 @@
 Room: compiler. Before it reads a cached overload, Numba's ``Cache.load_overload``
 calls ``target_context.refresh()``, which imports and installs every lowering and
 typing registry Numba has (unicode, dicts, random, linalg, ...). In a new
-process that is about half of the time to a first result (0.21 of 0.45 s for a
-one-kernel W2 here) and none of it is needed to run machine code that is
+process that is about half of the time to a first result (docs/design-notes.md,
+"Warm start") and none of it is needed to run machine code that is
 already compiled: that needs the C helpers (installed when the target context is
 made), the NRT (``rtsys.initialize``), the threading layer (the overload's own
 ``reload_init``) and the environments (rebuilt from the cache's pickle).

@@ -3,11 +3,9 @@
 Room: compiler. libgomp's workers spin for a long while after each parallel region
 (GOMP_SPINCOUNT, 300,000 by default, about milliseconds) before they sleep. A compiled
 plan runs its prange kernels between NumPy steps (matmul) and Python (the engine
-between forward and backward), and on this 2-vCPU box the spinning worker slows that
-work down 5-10x: a prange sum of 1e6 elements followed by a 256x784x512 sgemm took
-8.5 ms instead of about 1.2 ms. With 10,000 spins it takes 1.8 ms, while the prange
-loop alone keeps its speed (0.33 vs 0.31 ms; 0 spins, i.e. OMP_WAIT_POLICY=PASSIVE:
-0.39 ms).
+between forward and backward), and the spinning worker slows that work down several
+times on a machine with few cores; 10,000 spins keep the prange loop's own speed and
+give the cores back (docs/design-notes.md, "OpenMP spin count").
 
 libgomp reads the variable once, when it is loaded. ``tune()`` sets it just while
 Numba loads its threading layer (which numgrad's first parallel kernel would do

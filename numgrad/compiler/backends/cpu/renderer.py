@@ -415,7 +415,7 @@ class KernelRenderer:
         A long fused chain is one dependency chain per element: in a vectorised loop each
         vector waits on the latency of every transcendental, and its body is far too long
         for the CPU to overlap the next iteration. Independent streams overlap those
-        waits (the W4 chain: schedule.INTERLEAVE_LONG_BODIES). When m does not divide,
+        waits (schedule.INTERLEAVE_LONG_BODIES). When m does not divide,
         the last streams start early, so some elements are computed twice: written twice
         with the same value, and counted once in sums."""
         n = L.streams
@@ -471,7 +471,7 @@ def _header(options):
     # nnan/ninf stay off unless fastmath=True: NaN and inf must propagate as in eager mode.
     # No `afn`: with it LLVM turns pow(x, float(int or bool)) into llvm.powi, whose
     # library call (__powisf2/__powidf2) Numba's JIT cannot resolve: x ** bool_tensor
-    # segfaulted. It bought nothing measurable (W2, W4, W5 within noise).
+    # segfaulted. It bought nothing measurable (docs/design-notes.md, "Fast-math flags").
     # No `nsz` or `arcp` either (tests/compiler/test_jit_special_values.py): with nsz LLVM
     # folds x + 0.0 to x (-0 stays -0; eager gives +0), and with arcp it turns a float32
     # 1 / sqrt(x) into an rsqrt estimate (NaN and wrong infinities at 0, inf, subnormals)
@@ -516,7 +516,7 @@ def render_program(sched, options):
     if chunk_fns:
         # Chunk functions get a module of their own that both tiers import: otherwise
         # each tier would compile its own machine code for them, the most expensive part
-        # of a long chain (W4's prange tier: 3.8 s with its own copy, 1.1 s importing).
+        # of a long chain (docs/design-notes.md, "Tiers").
         chunk_source = header + "\n\n".join(src for _, src in chunk_fns)
         header += (f"from {_cache.module_name(chunk_source)} import "
                    f"{', '.join(name for name, _ in chunk_fns)}\n\n")

@@ -10,8 +10,8 @@ builds kernels without Numba; ``noalias_args`` lives with the kernel helpers, in
   ``noalias_args()``, called first thing in the function. A fused loop that
   writes several arrays is otherwise left scalar, because LLVM cannot prove that
   arrays from ``np.empty`` do not overlap the inputs or each other and gives up on
-  the runtime checks (W5's forward loop: 14 stores, 4.1 ms serial vs 1.8 ms in a
-  parfor, where Numba adds the same attribute after its own alias analysis).
+  the runtime checks (docs/design-notes.md, "noalias"; in a parfor Numba adds the same
+  attribute after its own alias analysis).
   numgrad's kernels only ever write arrays they allocated, so no array an
   argument points to is written through another argument.
 """

@@ -1,12 +1,9 @@
 """backends.cpu.llvm.body: a long fused loop body rendered straight to LLVM IR, vectorised by hand.
 
-Room: compiler. A long elementwise chain (W4's 100-step loop: 500 statements forward,
-1,300 in the backward) used to become a Python chunk function that Numba typed,
-lowered and handed to LLVM's loop vectoriser. Profiled cold (N=100 chain, call +
-backward, 15 s): LLVM 9 s (the always-inlined sin/cos pairs of the backward alone
-5.5 s: O3 3.7 s, machine code 1.9 s, and the chunk's machine code built twice, alone and
-linked into the stage), Numba's front end 5 s (typing 2.1 s, lowering 1.6 s, bytecode
-0.7 s, rewrites 0.6 s). Here the body is written as IR from a compact *spec* (a JSON
+Room: compiler. A long elementwise chain (hundreds of statements forward, more in the
+backward) used to become a Python chunk function that Numba typed, lowered and handed
+to LLVM's loop vectoriser, and most of a cold compile went there (docs/design-notes.md,
+"LLVM bodies"). Here the body is written as IR from a compact *spec* (a JSON
 string in the kernel source, so Numba's disk cache keys on it like any other source):
 
 - the loop walks ``STREAMS`` vectors of the machine's width per iteration, statement by
@@ -46,20 +43,17 @@ ENABLED = True
 # A serial (unchunked) flat loop of at least this many statements is rendered here too,
 # as one call over the whole loop: a 5-step chain (26 statements) is below the work at
 # which loops go parallel, and Numba's front end and LLVM's vectoriser were most of its
-# compile. Shorter loops keep Numba's: at 16, W2's float32 value_and_grad loop (about
-# 20 statements) came here and ran 1.48x slower (an interleaved in-process A/B).
+# compile. Shorter loops keep Numba's, which ran them faster (docs/design-notes.md,
+# "LLVM bodies").
 SERIAL_MIN_BODY = 25
 # Vectors per loop iteration, interleaved statement by statement: a long chain is one
 # dependency chain per element, and two independent ones hide each other's latency.
 STREAMS = 2
 # Segment functions (_Body._plan). One function holding a whole long body is one basic
 # block of thousands of instructions, and LLVM's register allocation and instruction
-# selection grow faster than linearly in that (forward of the N=400 chain: LLVM 0.29 s at
-# N=100, 0.71 s at N=400, the greedy allocator 0.03 -> 0.25 s; the cold N=100 -> 200 ->
-# 400 CPU time grew +1.2 s, +3.0 s uncut). But a cut costs run time (the values that
-# cross it go through memory, and each segment call spills the vector registers): W4's
-# ~700-statement value_and_grad body ran 1.1-1.2x slower cut every 96 or 400 statements,
-# 0.8-1.0x the Numba loop whole. So only bodies over SEGMENT_MIN_BODY statements are cut,
+# selection grow faster than linearly in that. But a cut costs run time (the values that
+# cross it go through memory, and each segment call spills the vector registers;
+# docs/design-notes.md, "LLVM bodies"). So only bodies over SEGMENT_MIN_BODY statements are cut,
 # into segments of SEGMENT_OPS.
 SEGMENT_MIN_BODY = 1000
 SEGMENT_OPS = 250
@@ -282,8 +276,8 @@ class _Body:
     def _inline(self, name):
         """Whether this call site of ``name`` gets the body inlined: the first
         ``vmath_ir.INLINE_CALL_SITES`` of a body, as in Numba-compiled loops. A call costs
-        little next to a long body, but in a short one (W2's value_and_grad: 1.48x slower
-        with every transcendental called) the spills around each call show."""
+        little next to a long body, but in a short one the spills around each call show
+        (docs/design-notes.md, "LLVM bodies")."""
         n = self.sites.get(name, 0)
         self.sites[name] = n + 1
         return n < _vm.INLINE_CALL_SITES
@@ -351,7 +345,7 @@ class _Body:
         value made in one segment and read in a later one goes through a stack slot. A
         body of one segment has it inlined into the block loop: called per block, it
         reloaded every constant (a movabs and a broadcast each) and its sums through
-        memory each 16 elements (W2's value_and_grad: 54 of each per call). The
+        memory each 16 elements (docs/design-notes.md, "LLVM bodies"). The
         kernels carry no fast-math flags, so no instruction may be fused with another
         (FMA contraction, reassociation) and a cut changes no result's bits; under
         fastmath=True (contract, reassoc) the body stays one function."""

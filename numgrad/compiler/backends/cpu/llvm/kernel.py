@@ -1,24 +1,23 @@
 """backends.cpu.llvm.kernel: a kernel made only of ``llvm_body`` bodies, built by llvmlite alone.
 
-Room: compiler. Profiled cold (the N=100 chain of ``bench/compile_latency.py``, call +
-backward, 1.46 s on a quiet box), Numba's part of a schedule whose loops are all
-``llvm_body`` bodies was most of it: importing and starting Numba (its registries:
-0.45 s once per process), typing and lowering the stage shells, the IR's round trip
-through text, and its O3 over every module; the bodies themselves cost LLVM 0.45 s.
+Room: compiler. Profiled cold, Numba's part of a schedule whose loops are all
+``llvm_body`` bodies was most of its compile: importing and starting Numba (its
+registries, once per process), typing and lowering the stage shells, the IR's round trip
+through text, and its O3 over every module (docs/design-notes.md, "llvmlite kernels").
 Such a kernel's shell is small (read the hoisted scalars, call the body once per chunk,
 add the chunks' sums in chunk order, divide a mean), so here it is IR as well, and the
 module is optimised and compiled by llvmlite directly: no Numba in the process at all.
 
-How it runs: NumPy allocates every array the kernel writes before the call (filled
-where the schedule says); the entry gets one ``PyObject*``, a tuple of the arrays, and
-reads each array's data pointer from the tuple and ndarray structs (``OFFSETS``,
-checked at import against ``id`` and ``ndarray.ctypes.data``; if that check fails this
-path is off). One ctypes call with one argument per kernel call: ``.ctypes.data`` costs
-~1 us per array. The caller (generated per kernel, ``_caller``) first checks the type,
-dtype, size and layout of every input, as Numba's dispatcher would, so a wrong array
-is a TypeError, never a stray write.
+How it runs: NumPy allocates every array the kernel writes before the call (filled where
+the schedule says); the entry gets one ``PyObject*``, a tuple of the arrays, and reads
+each array's data pointer from the tuple and ndarray structs (``OFFSETS``, checked at
+import against ``id`` and ``ndarray.ctypes.data``; if that check fails this path is
+off). One ctypes call with one argument per kernel call: ``.ctypes.data`` per array
+would cost more than the kernel on small inputs. The caller (generated per kernel,
+``_caller``) first checks the type, dtype, size and layout of every input, as Numba's
+dispatcher would, so a wrong array is a TypeError, never a stray write.
 
-Where it is used (``backends.cpu.renderer.compile``, ``program``): a plan with long loops (an
+Where it is used (``backends.cpu.build.build``, ``program``): a plan with long loops (an
 ``llvm_body`` body each) whose kernels all qualify (``plan_kernel``), unless its prange
 kernels are in Numba's disk cache already. Parallel loops run serially at the first
 call and on Numba's threading layer from the second (its ``parallel_for``, as parfors
@@ -444,7 +443,7 @@ def _threading():
     if not address:
         raise RuntimeError("Numba's threading layer has no parallel_for")
     # The layer's own ctypes getter of this thread's count (what numba.get_num_threads
-    # returns after its checks): ~0.3 us less a call.
+    # returns after its checks): cheaper per call (docs/design-notes.md, "llvmlite kernels").
     return address, getattr(parallel, "_get_num_threads", None) or parallel.get_num_threads
 
 
@@ -459,7 +458,7 @@ def threads_tier(kernels):
 def _caller(name, desc, entry, threading):
     """The Python function that checks the inputs, allocates the buffers, calls ``entry``
     and returns the outputs, written out for this kernel: a loop over lists here cost
-    2-3 us a call, more than the whole Numba dispatch. ``threading``: ``_threading()``,
+    more than the whole Numba dispatch. ``threading``: ``_threading()``,
     or None for serial."""
     ns = {"entry": entry, "empty": np.empty, "full": np.full, "ndarray": np.ndarray,
           "_bad": _bad, "name": name}

@@ -321,10 +321,7 @@ def _out_of_line(e, name, mark, body, x, y):
     written with explicit vectors (``e.lanes``, as llvm_body writes them) branch to
     the call, and the select of its lanes, only when some lane is set: the call itself
     returns at once, but every vector register is caller-saved, so an unconditional
-    call spills all that is live around it. W2's value_and_grad (sin and cos of one
-    value, 1 thread, 1e5 elements, min of 101 calls in fresh processes, 3 interleaved
-    pairs) ran 15-30% faster per element in float64 and about 10% in float32 with the
-    call out of the hot path."""
+    call spills all that is live around it (docs/design-notes.md, "Vector math")."""
     fn = _helper(e.b.module, name, e.bits, mark, body)
     marked = mark(e, x)
     if not e.lanes:
@@ -627,9 +624,7 @@ def _sincos_body(libname, qoff):
     xor of the sign bit (so sin(-0) is -0). nan and inf need no select: they go
     through the arithmetic as nan. The lanes that the fast path does not cover are
     patched after it (``_out_of_line``), so none of this is a select in the hot path
-    but the quadrant's choice of kernel: W2's float32 value_and_grad body ran ~8%
-    faster than with the earlier selects of nan, -0, the quadrant's sign and the
-    out-of-range lanes."""
+    but the quadrant's choice of kernel (faster: docs/design-notes.md, "Vector math")."""
 
     def body(e, x):
         return (_sincos32 if e.bits == 32 else _sincos64)(e, x, libname, qoff)
@@ -808,9 +803,7 @@ def _get_function(module, name, bits):
 # Functions that call these get "prefer-vector-width"="512".  LLVM's default
 # tuning for AVX-512 Xeons (prefer-256-bit) halves the lanes to avoid the clock
 # drop of wide FP units; for these polynomial bodies the doubled lanes win
-# (measured on Sapphire Rapids with bench/vmath_micro.py:
-# exp f64 1.25 -> 0.93 ns, tanh 1.78 -> 1.29 ns per element; the W4 chain
-# 0.80 -> 0.48 ms).  Only the calling function is tagged, so the user's other
+# (docs/design-notes.md, "Vector math").  Only the calling function is tagged, so the user's other
 # Numba code keeps LLVM's choice; on CPUs without AVX-512 the attribute is a
 # no-op (the vectoriser never exceeds the legal register width).
 PREFER_VECTOR_WIDTH = "512"
