@@ -1,4 +1,4 @@
-"""compiler.cuda_array: the payload of a CUDA tensor, and moving data to and from it.
+"""backends.cuda.array: the payload of a CUDA tensor, and moving data to and from it.
 
 Room: compiler. A CUDA tensor's ``_data`` is a ``CudaArray``: a flat, C-ordered
 ``numba.cuda`` device buffer (one element for a 0-d value) with the tensor's shape and

@@ -1,4 +1,4 @@
-"""compiler.cuda_device: finding the CUDA device, or the simulator, and its launch limits.
+"""backends.cuda.device: finding the CUDA device, or the simulator, and its launch limits.
 
 Room: compiler. Everything that asks ``numba.cuda`` about the machine is here, so that
 the error for a missing device is written once. Numba's simulator

@@ -1,4 +1,4 @@
-"""compiler.cuda_eager: eager ops on CUDA tensors, each one a one-equation CUDA program.
+"""backends.cuda.eager: eager ops on CUDA tensors, each one a one-equation CUDA program.
 
 Room: compiler. ``CudaArray._ng_interpreter`` is ``INTERPRETER``: ``ops.dispatch``
 hands it every primitive applied to a CUDA payload (autograd is recorded by the
