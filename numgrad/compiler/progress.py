@@ -1,7 +1,7 @@
 """compiler.progress: one line on stderr when a compile takes longer than about a second.
 
 Room: compiler. ``compiling(name)`` wraps the build of one plan (or one
-multi-threaded tier); codegen calls ``note(role, module, kernels)`` before it imports
+multi-threaded tier); the CPU backend calls ``note(role, module, kernels)`` before it imports
 a generated module. A timer thread waits ``NUMGRAD_PROGRESS_DELAY`` seconds
 (default 1; ``NUMGRAD_PROGRESS=0`` silences it) and then prints what is being
 compiled and how far it got: kernels are compiled one by one while the module is

@@ -4,7 +4,7 @@
 Room: compiler. Fusion is decided by ``compiler.schedule`` (stages, loops, what each
 loop reads, computes, reduces and writes, parallel and chunking); ops own their scalar
 lowering (the registry's ``scalar``). This module only spells them: one ``njit``
-function per kernel, NumPy steps between them (``cpu_program``).
+function per kernel, NumPy steps between them (``program``); ``build`` compiles them.
 
 Shapes are static, so every extent and stride is a literal in the source and LLVM
 sees fixed-trip-count loops it can vectorise (shape-generic plans read them from the
@@ -12,15 +12,12 @@ inputs: ``Extents``). 0-d values are kept as 1-element arrays inside kernels.
 
 A parallel loop runs under ``prange``; a chunked one over fixed chunks of its outer
 index, each chunk reducing into its own slot; an outlined body goes into a chunk
-function (interleaved element streams, in a module of its own). With
-``parallel="auto"`` and a cold cache, the first call runs the serial tier (the same
-source rendered with ``parallel=False``); the second compiles the prange tier. Fixed
-chunks make both tiers, and any thread count, give the same bits.
-
-A schedule whose every loop can be an ``llvm_body`` body skips Numba: ``llvm_kernel``
-builds its kernels with llvmlite (serial at the first call, on Numba's threading layer
-from the second, no compile between), and the Numba source rendered here is what
-``compiled.source`` shows for it.
+function (interleaved element streams, in a module of its own). ``render`` also gives
+the serial tier (the same source with ``parallel=False``), which ``build`` compiles
+first under ``parallel="auto"``: fixed chunks make both tiers, and any thread count,
+give the same bits. Long loop bodies are ``llvm.body`` specs; a schedule made only of
+them is built by ``llvm.kernel`` without Numba, and the Numba source rendered here is
+what ``compiled.source`` shows for it.
 """
 from __future__ import annotations
 
