@@ -56,7 +56,8 @@ try:
     sys.path.insert(0, sys.argv[2])
     import cuda_cases
     for name, fn in [("softmax", softmax), ("bcast", bcast), ("layer_norm", layer_norm)]:
-        a = [T(8, 33).to("cuda")] if name != "bcast" else [T(4, 1, 5).to("cuda"), T(3, 1).to("cuda")]
+        a = ([T(8, 33).to("cuda")] if name != "bcast"
+             else [T(4, 1, 5).to("cuda"), T(3, 1).to("cuda")])
         out.write(f"===== cuda source {name}\n{ng.jit(fn, cache=False).source(*a)}\n")
         for k in cuda_cases.render_only(fn, *a):
             out.write(f"===== cuda {name}\n{k}\n")
