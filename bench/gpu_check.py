@@ -1,6 +1,7 @@
 """The GPU check: on a machine with an NVIDIA GPU, in under 3 minutes,
 
-1. the CUDA correctness matrix (tests/cuda/cuda_cases.py) once on the real device,
+1. the CUDA correctness matrix (tests/compiler/backends/cuda/cuda_cases.py) once on the real
+   device,
    each case against numgrad's CPU eager result;
 2. W2 (sum(tanh(x*y + sin x) * exp(-y*y)), jit(value_and_grad)) at 1e7 float64 and
    W3 (MLP 784-512-10, batch 256, float32, jit(value_and_grad)) on the GPU, against
@@ -62,7 +63,7 @@ def copy_bandwidth(nbytes=1 << 30):
 
 def correctness():
     import numpy as np
-    sys.path.insert(0, os.path.join(ROOT, "tests", "cuda"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "compiler", "backends", "cuda"))
     import cuda_cases as C
     bad = 0
     for name, (fn, _, _) in C.CASES.items():
@@ -126,7 +127,8 @@ def main():
     why = gpu_or_reason()
     if why is not None:
         print(f"gpu_check: no GPU to check ({why}). Nothing was run. The CUDA backend is "
-              "tested without a GPU by `python -m pytest tests/cuda` (simulator + sm_90 PTX).")
+              "tested without a GPU by `python -m pytest tests/compiler/backends/cuda` "
+              "(simulator + sm_90 PTX).")
         return 0
     sys.path.insert(0, ROOT)
     from numba import cuda

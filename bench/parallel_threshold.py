@@ -2,7 +2,7 @@
 
 Run: python bench/parallel_threshold.py
 Prints, per size, the median time of the same generated kernel compiled with
-parallel=False and parallel=True; numgrad's PARALLEL_MIN_WORK (codegen/cpu.py) is
+parallel=False and parallel=True; numgrad's PARALLEL_MIN_WORK (backends/cpu/renderer.py) is
 set from the crossovers this prints on the target machine (elements x op weight,
 where a transcendental weighs 8).
 """

@@ -5,7 +5,7 @@ Run: python bench/shape_sweep.py [--shapes 500] [--steady]
 Sweep: ``jit(value_and_grad(w2))`` called twice at each of N distinct vector lengths
 (spread over 10 ... 400,000, both sides of the prange threshold), each result checked
 against NumPy. The first length gets a static-extent plan; the second, of the same rank,
-makes the function shape-generic (codegen.cpu.Extents), and every later length traces
+makes the function shape-generic (backends.cpu.renderer.Extents), and every later length traces
 again but reuses the generic kernels. Prints traces, ``stats.compiles`` (plans that
 needed kernels this function had not compiled), the kernel modules Numba compiled in
 the process, the time, and RSS growth (from the first call on) with a fresh disk cache.

@@ -1,4 +1,4 @@
-"""Micro-benchmark of numgrad.compiler.codegen.vmath_ir against libm and NumPy.
+"""Micro-benchmark of numgrad.compiler.backends.cpu.llvm.vmath against libm and NumPy.
 
 For each function and dtype it times, on 1e6 elements (median of repeats):
 
@@ -26,8 +26,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from numgrad.compiler.codegen import vmath_numba as vmath
-from numgrad.compiler.codegen.vmath_ir import TEMPLATES
+from numgrad.compiler.backends.cpu.llvm import vmath_numba as vmath
+from numgrad.compiler.backends.cpu.llvm.vmath import TEMPLATES
 
 FM = {"contract", "arcp", "nsz"}  # no nnan/ninf: vmath relies on inf/nan
 

@@ -5,13 +5,13 @@ Runs a tiny W2 script three times in fresh processes sharing one empty kernel
 cache: the first run traces and compiles, the next ones load from disk. Prints
 the time from after `import numgrad` to the first result, for each run, and the
 second and third calls: with parallel="auto" a cold cache compiles the prange
-tier at the second call (see numgrad/compiler/codegen/cpu.py), so that one is
+tier at the second call (see numgrad/compiler/backends/cpu/renderer.py), so that one is
 slow once; parallel=True compiles it before the first result.
 
 Last, Numba on its own: a process that imports numba, loads one cached parallel
 W2-like kernel through Numba's own cache path and runs it once on the same data.
 numgrad loads its kernels without Numba's registry refresh
-(numgrad/compiler/codegen/numba_load.py), which is most of the difference.
+(numgrad/compiler/backends/cpu/numba_load.py), which is most of the difference.
 
 The child processes may write bytecode caches (PYTHONDONTWRITEBYTECODE is dropped),
 as an installed package has them: without, each process also spends tens of

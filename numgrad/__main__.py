@@ -11,7 +11,7 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="walk through the five gradient tools, eager and compiled")
     demo.add_argument("--eager-only", action="store_true", help="skip the compiled column")
-    sub.add_parser("info", help="versions, threads and cache directory")
+    sub.add_parser("info", help="versions, threads, cache directory and NUMGRAD_* flags")
     nbs = sub.add_parser("notebooks", help="execute notebooks/*.ipynb and save their outputs "
                                            "(needs the dev extra)")
     nbs.add_argument("paths", nargs="*", help="notebooks to run (default: all)")
@@ -33,7 +33,7 @@ def main(argv=None):
         return run(compiled=not args.eager_only)
     if args.command == "info":
         from numgrad.demo import info
-        return info()
+        return info() or _flags()
     if args.command == "notebooks":
         from numgrad.notebooks import main as run_notebooks
         return run_notebooks(args.paths)
@@ -48,8 +48,17 @@ def main(argv=None):
     return 0
 
 
+def _flags():
+    """Every NUMGRAD_* variable (numgrad.config), its value now and what it does."""
+    from numgrad import config
+    print("flags (environment variables):")
+    for name, value, doc in config.describe():
+        print(f"  {name} = {value}\n      {doc}")
+    return 0
+
+
 def _cache(action):
-    from numgrad.compiler.codegen import cache
+    from numgrad.compiler.backends.cpu import cache
     if action == "clear":
         try:
             n = cache.clear()

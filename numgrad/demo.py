@@ -233,17 +233,10 @@ def info():
     except ImportError:
         print("numba not installed")
     try:
-        from numgrad.compiler.codegen import cache
+        from numgrad.compiler.backends.cpu import cache
         print(f"kernel cache: {cache.cache_dir()}")
     except ImportError:
         pass
-    from numgrad.compiler import cuda_device
-    if cuda_device.simulated():
-        print("cuda: Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")
-    else:
-        try:
-            lc = cuda_device.launch(0)
-            print(f"cuda: {lc.name}, compute capability {lc.cc[0]}.{lc.cc[1]}, {lc.sms} SMs")
-        except RuntimeError as exc:
-            print(f"cuda: none ({str(exc).split(': ', 1)[-1].split('. ')[0]})")
+    from numgrad import devices
+    print(f"cuda: {devices.cuda_summary()}")
     return 0

@@ -1,7 +1,8 @@
 """devices: moving tensors between devices.
 
-Room: core. The CUDA backend (``numgrad.compiler.cuda_*``) plugs in here, imported only
-when a CUDA device is asked for, so CPU-only use never loads it (nor numba.cuda).
+Room: core. The CUDA backend (``numgrad.compiler.backends.cuda``) plugs in here, and only
+here (tests/test_architecture.py): imported only when a CUDA device is asked for, so
+CPU-only use never loads it (nor numba.cuda).
 Without a GPU (and without Numba's simulator) asking for ``cuda`` raises one clear error.
 """
 from __future__ import annotations
@@ -10,10 +11,22 @@ from __future__ import annotations
 def cuda_is_available() -> bool:
     """Whether a CUDA device (or Numba's CUDA simulator) can hold tensors."""
     try:
-        from numgrad.compiler import cuda_device
+        from numgrad.compiler.backends.cuda import device as cuda_device
     except ImportError:
         return False
     return cuda_device.simulated() or cuda_device.available()
+
+
+def cuda_summary() -> str:
+    """One line on the CUDA device numgrad would use (for ``python -m numgrad info``)."""
+    from numgrad.compiler.backends.cuda import device as cuda_device
+    if cuda_device.simulated():
+        return "Numba's simulator (NUMBA_ENABLE_CUDASIM=1)"
+    try:
+        lc = cuda_device.launch(0)
+    except RuntimeError as exc:
+        return f"none ({str(exc).split(': ', 1)[-1].split('. ')[0]})"
+    return f"{lc.name}, compute capability {lc.cc[0]}.{lc.cc[1]}, {lc.sms} SMs"
 
 
 def transfer(t, device):
@@ -31,7 +44,7 @@ def target(device):
     from numgrad.tensor import device as _device
     device = _device(device)
     if device.type == "cuda":
-        from numgrad.compiler import cuda_device
+        from numgrad.compiler.backends.cuda import device as cuda_device
         cuda_device.check(device.index or 0)
         if device.index is None:
             device = _device("cuda", 0)
@@ -39,13 +52,13 @@ def target(device):
 
 
 def upload(a, device):
-    from numgrad.compiler import cuda_array
+    from numgrad.compiler.backends.cuda import array as cuda_array
     from numgrad.tensor import device as _device
     return cuda_array.to_device(a, _device(device))
 
 
 def wrap_cuda_interface(obj):
     """A CUDA tensor sharing the memory of an object exporting ``__cuda_array_interface__``."""
-    from numgrad.compiler import cuda_array
+    from numgrad.compiler.backends.cuda import array as cuda_array
     from numgrad.tensor import Tensor
     return Tensor._make(cuda_array.from_interface(obj))

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 
-# The CUDA tests (tests/cuda) run in Numba's simulator unless told otherwise: it must be
-# chosen before Numba is first imported. NUMBA_ENABLE_CUDASIM=0 tests a real GPU.
+# The CUDA tests (tests/compiler/backends/cuda) run in Numba's simulator unless told
+# otherwise: it must be chosen before Numba is first imported. NUMBA_ENABLE_CUDASIM=0
+# tests a real GPU.
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import numpy as np  # noqa: E402

@@ -5,6 +5,11 @@ submodule name); ``numgrad.jit`` is checked too. Numba itself must not load eith
 
 Importing the eager rooms must not pull in the compiler, checked both at run time (a fresh
 interpreter's sys.modules) and statically (no import statement that reaches numgrad.jit).
+
+The backends are packages that do not know each other: ``compiler/backends/cpu`` never
+imports ``compiler/backends/cuda`` nor the other way round (what both need lives in
+``compiler/backends`` itself), and outside the compiler only ``numgrad.devices`` (the
+seam) imports the CUDA backend: the eager rooms reach CUDA through it.
 """
 
 from __future__ import annotations
@@ -105,3 +110,59 @@ def test_eager_sources_have_no_jit_imports():
     assert files, "no eager-room sources found"
     bad = [hit for f in files for hit in _jit_imports(f)]
     assert bad == []
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """Every module an import statement in ``path`` names (lazy ones in functions too)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            mod = _resolve(path, node)
+            found.append((node.lineno, mod))
+            # ``from numgrad.compiler.backends import cuda``: the submodule is the import.
+            found += [(node.lineno, f"{mod}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _under(mod: str, pkg: str) -> bool:
+    return mod == pkg or mod.startswith(pkg + ".")
+
+
+BACKENDS = PKG / "compiler" / "backends"
+CPU, CUDA = "numgrad.compiler.backends.cpu", "numgrad.compiler.backends.cuda"
+
+
+@pytest.mark.parametrize("room, other", [(CPU, CUDA), (CUDA, CPU)])
+def test_backends_do_not_import_each_other(room, other):
+    files = sorted((BACKENDS / room.rsplit(".", 1)[1]).rglob("*.py"))
+    assert len(files) > 3, f"no sources found for {room}"
+    bad = [f"{f.relative_to(PKG)}:{line} imports {mod}" for f in files
+           for line, mod in _imports(f) if _under(mod, other)]
+    assert bad == []
+
+
+def test_generated_kernels_import_only_their_own_backend():
+    """The helper modules named in generated source belong to the backend that renders it."""
+    cpu = (BACKENDS / "cpu" / "renderer.py").read_text()
+    cuda = (BACKENDS / "cuda" / "renderer.py").read_text()
+    assert "numgrad.compiler.backends.cuda" not in cpu
+    assert "numgrad.compiler.backends.cpu" not in cuda
+
+
+SEAM = "numgrad/devices.py"
+
+
+def test_cuda_is_reached_through_one_seam():
+    """Outside the compiler, only ``numgrad.devices`` imports the CUDA backend; the eager
+    rooms (tensor, ops, autograd, nn) go through it."""
+    importers = sorted(
+        str(f.relative_to(PKG.parent)) for f in PKG.rglob("*.py")
+        if not f.is_relative_to(PKG / "compiler")
+        and any(_under(mod, CUDA) for _, mod in _imports(f)))
+    assert importers == [SEAM]
+    eager = _eager_files() + sorted((PKG / "nn").rglob("*.py"))
+    via_seam = [f for f in eager if any(mod == "numgrad.devices" for _, mod in _imports(f))]
+    assert via_seam, "the eager rooms no longer use the seam: update this test"

@@ -2,7 +2,8 @@
 
 Room: compiler (the top room). Imports everything below it; nothing below
 imports it. The flow: ``tracer`` -> ``autodiff`` (trace + partition) ->
-``passes`` -> ``codegen`` (a backend) -> ``runtime`` (plans and the backward node).
+``passes`` -> ``backends`` (one package per target), driven by ``pipeline.lower`` ->
+``runtime`` (plans and the backward node).
 """
 from __future__ import annotations
 

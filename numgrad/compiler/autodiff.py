@@ -23,7 +23,7 @@ from numgrad.ops.views import layout_standin
 from numgrad.tensor import Tensor
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Traced:
     graph: Graph                 # joint graph: inputs = primals + cotangents
     n_primals: int
@@ -143,9 +143,13 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
     finally:
         tracer.active = False
     constants = [(t, t._vc.value) for t in tracer.constants.values()]
-    return Traced(graph, n_primals, n_fwd, outs, out_tree, out_req, grads, cot_of, writebacks,
-                  leaf_hooks, aliases, n_visible, hidden, out_names, bumps, probed,
-                  list(tracer.captures), constants, list(tracer.grad_reads), watch.executed)
+    return Traced(graph=graph, n_primals=n_primals, n_fwd_eqns=n_fwd, outputs=outs,
+                  out_tree=out_tree, out_requires_grad=out_req, grads=grads,
+                  cotangent_of=cot_of, writebacks=writebacks, leaf_hooks=leaf_hooks,
+                  aliases=aliases, n_visible=n_visible, hidden=hidden, out_fn_names=out_names,
+                  bumps=bumps, probed=probed, captures=list(tracer.captures),
+                  constants=constants, grad_reads=list(tracer.grad_reads),
+                  executed=watch.executed)
 
 
 def _name_cotangents(graph, cts):
@@ -201,7 +205,7 @@ def _probe_outputs_used_inside(graph, n_fwd, outs, out_leaves, req_out):
 
 
 def _cheap(e):
-    return e.prim.cheap  # the registry's: elementwise, and the views and casts
+    return e.prim.cost.cheap  # the registry's: elementwise, and the views and casts
 
 
 def partition(tr: Traced, remat=True):

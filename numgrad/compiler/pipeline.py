@@ -1,27 +1,25 @@
-"""compiler.pipeline: how a traced function becomes running code, in one list.
+"""compiler.pipeline: how a traced function becomes running code, as the code that does it.
 
-Room: compiler. A plan (``runtime.Plan``) runs these stages, in this order::
+Room: compiler. ``lower`` calls these stages, in this order (``STAGES``)::
 
-    trace      autodiff.trace        the user's function -> joint graph (IR); the plan
-                                     runs it, with the guard scan around it
-    autodiff   autodiff.partition    joint graph -> forward and backward graphs
-    partition  (same call)           what the forward saves for the backward
-    passes     passes.optimize       fold, transpose, cse, dce (Graph -> Graph)
-    schedule   schedule.build        a graph -> the fusion plan (Schedule)
-    render     codegen.<backend>     a Schedule -> source text
-    compile    codegen.cache         source -> a module (Numba; disk cache), or
-               codegen.llvm_kernel   the schedule -> object code (llvmlite; disk cache)
-    load       codegen.cpu_program   the module's kernels + host steps -> a Program
+    trace      guards.scan + autodiff.trace   the user's function -> joint graph (IR),
+                                               and the guard that says when to retrace
+    autodiff   autodiff.partition             joint graph -> forward and backward graphs,
+                                               and what the forward saves for the backward
+    passes     passes.optimize                fold, transpose, cse, dce (Graph -> Graph)
+    schedule   schedule.build                 a graph -> the fusion plan (Schedule)
+    render     backend.render                 a Schedule -> source text
+    build      backend.build                  source -> compiled code (Numba or llvmlite,
+                                               tiers, disk cache, fallback)
+    load       backend.load                   compiled code + host steps -> a Program
 
-``lower`` runs every stage after the trace, in this order; ``Options`` is every knob
-they read.
+The last four run once per graph (``compile_graph``: forward, then backward). A backend
+is what ``backends.get_backend`` returns (``backends.Backend``); ``Options`` is every
+knob ``ng.jit`` passes down to it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-
-STAGES = ("trace", "autodiff", "partition", "passes", "schedule", "render", "compile",
-          "load")
 
 
 @dataclass(frozen=True)
@@ -51,32 +49,100 @@ class Options:
         return cls(**{k: v for k, v in dict(options).items() if k in known})
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Lowered:
-    """What ``lower`` gives a plan: the graphs after the passes and their programs."""
+    """What ``lower`` gives a plan: the trace, its guard, the graphs after the passes and
+    their programs."""
+    traced: object          # autodiff.Traced
+    guard: object           # guards.build's check (None: nothing to check)
+    grad: bool              # something requires grad: there is a backward
     fwd_graph: object
     bwd_graph: object       # None without a backward
     n_saved: int            # values the forward saves for the backward
     fwd: object             # Programs (called with the input arrays)
-    bwd: object
+    bwd: object             # None without a backward
+    backend: object
 
 
-def lower(traced, grad, grad_mode, remat, extra_outputs, backend, options):
-    """A trace -> runnable programs: autodiff and partition (when ``grad``: something
-    requires grad), passes, then schedule, render, compile and load (``backend.compile``:
-    ``codegen.cpu`` builds the schedule and renders it). ``extra_outputs``: values the
-    forward also returns (in-place writebacks)."""
-    from numgrad.compiler import autodiff
-    from numgrad.compiler.passes import optimize
-    options = Options.of(options)
+# ------------------------------------------------------------------ the stages
+def trace(fn, args, kwargs, grad_mode, name):
+    """``(traced, guard)``: ``fn`` run on tracers, with the guard scan around it (what the
+    trace read that a later call must find unchanged)."""
+    from numgrad.compiler import autodiff as _autodiff
+    from numgrad.compiler import guards
+    scan = guards.scan(fn, args, kwargs)
+    tr = _autodiff.trace(fn, args, kwargs, grad_mode, name,
+                         reachable={i: t for i, (t, _) in scan.tensors.items()})
+    # Captured tensors are inputs after the arguments' tensors; the guard checks that
+    # each is still the one its path reaches, and everything else the trace read.
+    guard = guards.build(scan, tr.captures + [t for t, _ in tr.constants], tr.constants,
+                         tr.grad_reads, tr.executed, name)
+    return tr, guard
+
+
+def autodiff(traced, grad, remat, extra_outputs):
+    """``(forward, backward or None, n_saved)``; ``extra_outputs``: values the forward
+    also returns (in-place writebacks)."""
+    from numgrad.compiler import autodiff as _autodiff
     if grad:
-        fwd, bwd, n_saved = autodiff.partition(traced, remat=remat)
+        fwd, bwd, n_saved = _autodiff.partition(traced, remat=remat)
     else:
-        fwd, bwd, n_saved = autodiff.forward_only(traced), None, 0
-    fwd = fwd.copy(outputs=fwd.outputs + list(extra_outputs))
-    fwd_graph = optimize(fwd)
-    bwd_graph = optimize(bwd) if bwd is not None else None
+        fwd, bwd, n_saved = _autodiff.forward_only(traced), None, 0
+    return fwd.copy(outputs=fwd.outputs + list(extra_outputs)), bwd, n_saved
+
+
+def passes(graph):
+    """The graph after the passes (None stays None: no backward)."""
+    from numgrad.compiler.passes import optimize
+    return optimize(graph) if graph is not None else None
+
+
+def schedule(graph, backend, options):
+    """The fusion plan a backend renders (the graph itself for one that interprets it)."""
+    if not backend.SCHEDULED:
+        return graph
+    from numgrad.compiler import schedule as _schedule
+    return _schedule.build(graph, options if backend.SHAPE_GENERIC
+                           else options.but(generic=False))
+
+
+def render(sched, backend, options):
+    return backend.render(sched, options)
+
+
+def build(rendered, backend, options):
+    return backend.build(rendered, options)
+
+
+def load(built, backend, options):
+    return backend.load(built, options)
+
+
+STAGES = tuple(stage.__name__ for stage in (trace, autodiff, passes, schedule, render, build,
+                                            load))
+
+
+# ------------------------------------------------------------------ the driver
+def compile_graph(graph, backend, options):
+    """One graph -> a Program: schedule, render, build, load."""
+    options = Options.of(options)
+    sched = schedule(graph, backend, options)
+    return load(build(render(sched, backend, options), backend, options), backend, options)
+
+
+def lower(fn, args, kwargs, *, grad_mode, remat, options, backend_for):
+    """``fn`` called with ``args`` -> runnable programs, every stage in order.
+    ``backend_for(captures)``: the backend, once the trace knows which tensors the
+    function captured (their device chooses it too)."""
+    options = Options.of(options)
+    traced, guard = trace(fn, args, kwargs, grad_mode, options.name)
+    backend = backend_for(traced.captures)
+    grad = any(v is not None for v in traced.grads)
+    fwd, bwd, n_saved = autodiff(traced, grad, remat, [v for _, v in traced.writebacks])
+    fwd_graph, bwd_graph = passes(fwd), passes(bwd)
     role = "fwd" if grad or not grad_mode else "fwd_nograd"
-    fwd_prog = backend.compile(fwd_graph, options.but(role=role))
-    bwd_prog = backend.compile(bwd_graph, options.but(role="bwd")) if grad else None
-    return Lowered(fwd_graph, bwd_graph, n_saved, fwd_prog, bwd_prog)
+    fwd_prog = compile_graph(fwd_graph, backend, options.but(role=role))
+    bwd_prog = compile_graph(bwd_graph, backend, options.but(role="bwd")) if grad else None
+    return Lowered(traced=traced, guard=guard, grad=grad, fwd_graph=fwd_graph,
+                   bwd_graph=bwd_graph, n_saved=n_saved, fwd=fwd_prog, bwd=bwd_prog,
+                   backend=backend)

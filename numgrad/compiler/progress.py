@@ -1,7 +1,7 @@
 """compiler.progress: one line on stderr when a compile takes longer than about a second.
 
 Room: compiler. ``compiling(name)`` wraps the build of one plan (or one
-multi-threaded tier); codegen calls ``note(role, module, kernels)`` before it imports
+multi-threaded tier); the CPU backend calls ``note(role, module, kernels)`` before it imports
 a generated module. A timer thread waits ``NUMGRAD_PROGRESS_DELAY`` seconds
 (default 1; ``NUMGRAD_PROGRESS=0`` silences it) and then prints what is being
 compiled and how far it got: kernels are compiled one by one while the module is
@@ -11,11 +11,12 @@ printed on a cache hit, which never gets here, or for a fast compile.
 """
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
 from contextlib import contextmanager
+
+from numgrad import config
 
 _ROLE = {"fwd": "forward", "bwd": "backward", "fwd_nograd": "forward",
          "tier": "multi-threaded tier"}
@@ -23,12 +24,12 @@ _local = threading.local()
 
 
 def _delay():
-    if os.environ.get("NUMGRAD_PROGRESS", "1") == "0":
+    if not config.get("NUMGRAD_PROGRESS"):
         return None
     try:
-        return float(os.environ.get("NUMGRAD_PROGRESS_DELAY", "1.0"))
+        return config.get("NUMGRAD_PROGRESS_DELAY")
     except ValueError:
-        return 1.0
+        return config.FLAGS["NUMGRAD_PROGRESS_DELAY"].default
 
 
 class _Reporter:

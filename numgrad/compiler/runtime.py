@@ -9,17 +9,16 @@ compiled and eager code mix in one graph.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import time
 
 import numpy as np
 
-from numgrad import tracing_hook
+from numgrad import config, tracing_hook
 from numgrad.autograd import anomaly
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
-from numgrad.compiler.codegen import get_backend
+from numgrad.compiler.backends import get_backend
 from numgrad.compiler.passes import optimize
 from numgrad.compiler.pipeline import Options
 from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, PlanCache
@@ -88,7 +87,7 @@ class CompiledFunction:
         self.fn = fn
         self.device = device
         if vector_math is None:
-            vector_math = os.environ.get("NUMGRAD_VECTOR_MATH", "1") != "0"
+            vector_math = config.get("NUMGRAD_VECTOR_MATH")
         self.options = Options(parallel=parallel, fastmath=fastmath, cache=cache,
                                verbose=verbose, vector_math=vector_math)
         self.backend = backend or ("cuda" if str(device).startswith("cuda") else "cpu")
@@ -202,32 +201,33 @@ class Plan:
         self.tree = tree
         self.leaves_template = [None if isinstance(x, Tensor) else x for x in leaves]
         self.tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
-        verbose = owner.verbose
         name = getattr(owner.fn, "__name__", "fn")
-        scan = guards.scan(owner.fn, args, kwargs)
-        tr = autodiff.trace(owner.fn, args, kwargs, grad, name,
-                            reachable={i: t for i, (t, _) in scan.tensors.items()})
+        self.opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
+        tensors = [leaves[i] for i in self.tensor_pos]
+        low = pipeline.lower(owner.fn, args, kwargs, grad_mode=grad, remat=owner.remat,
+                             options=self.opts, backend_for=lambda captures: get_backend(
+                                 _backend_for(owner, tensors + list(captures))))
         owner.stats.traces += 1
-        # Captured tensors are inputs after the arguments' tensors; the guard checks that
-        # each is still the one its path reaches, and everything else the trace read.
+        self._adopt(low)
+        self._count(owner.stats)
+        if owner.verbose:
+            print(f"[numgrad.jit] {name}: traced and compiled {len(self.programs)} "
+                  f"program(s), {owner.stats.kernels} kernel(s) in "
+                  f"{time.perf_counter() - t0:.2f}s")
+
+    def _adopt(self, low):
+        """What a call needs from the lowered programs: which inputs and outputs the
+        backward reads, and whether ``run`` may take its one-output path."""
+        tr = self.traced = low.traced
+        self.guard = low.guard
         self.captured = tr.captures
-        self.guard = guards.build(scan, tr.captures + [t for t, _ in tr.constants],
-                                  tr.constants, tr.grad_reads, tr.executed, name)
-        self.traced = tr
         self.out_tree = tr.out_tree
         self.n_out = len(tr.outputs)
-        self.grad = any(v is not None for v in tr.grads)
-        backend = get_backend(_backend_for(owner, [leaves[i] for i in self.tensor_pos]
-                                           + list(tr.captures)))
-        opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
-        self.opts = opts
-        # autodiff, partition, passes, schedule, render, compile, load (compiler.pipeline)
-        low = pipeline.lower(tr, self.grad, grad, owner.remat,
-                             [v for _, v in tr.writebacks], backend, opts)
+        self.grad = low.grad
         self.fwd_graph, self.bwd_graph, self.n_saved = low.fwd_graph, low.bwd_graph, low.n_saved
         self.fwd, self.bwd = low.fwd, low.bwd
+        self.check_inputs, self.check_outputs, self.saves = [], [], False
         if self.grad:
-            n_saved = low.n_saved
             prim_set = set(tr.graph.inputs[:tr.n_primals])
             read = {v for e in self.bwd_graph.eqns for v in e.inputs}
             self.check_inputs = [i for i, v in enumerate(tr.graph.inputs[:tr.n_primals])
@@ -239,27 +239,16 @@ class Plan:
             self.cot_vars = [tr.outputs[j] for j in tr.cotangent_of]
             # A backward that reads no input and no saved value frees nothing: a second
             # backward through it works, as through eager `b + 1` (AddBackward saves nothing).
-            self.saves = bool(n_saved or self.check_inputs or self.check_outputs
+            self.saves = bool(low.n_saved or self.check_inputs or self.check_outputs
                               or _saves_params(tr))
-            programs = [self.fwd, self.bwd]
-        else:
-            programs = [self.fwd]
+        self.programs = [self.fwd, self.bwd] if self.grad else [self.fwd]
         self._joint = None
-        if not self.grad:
-            self.saves = False
-        stats = owner.stats
-        stats.compiles += owner._plans.new_code(programs)
-        stats.kernels = sum(p.kernels for p in programs)
-        stats.disk_hits += sum(1 for p in programs if getattr(p, "disk_hit", False))
-        self.programs = programs
         self._bwd_fn = None
         # Per output: the input it is (if the function returned an input) and its slot
         # among the backward node's outputs (if it receives a cotangent).
         slot = {j: k for k, j in enumerate(tr.cotangent_of)}
         self._out_alias = [tr.aliases.get(j) for j in range(self.n_out)]
         self._out_slot = [slot.get(j) for j in range(self.n_out)]
-        if not self.grad:
-            self.check_outputs = []
         # Slot of the single output when run() may take its short path, else None.
         self._one_output = None
         if (self.out_tree is pytree.LEAF and self.n_out == 1 and not tr.aliases
@@ -267,11 +256,13 @@ class Plan:
                 and (not self.grad or self._out_slot[0] is not None)):
             self._one_output = self._out_slot[0] if self.grad else 0
         # loss = f(x); loss.backward(): the call may compute the gradients (speculate.py).
-        self.spec = (Speculation.maybe(tr, owner.remat, backend, opts)
+        self.spec = (Speculation.maybe(tr, self.owner.remat, low.backend, self.opts)
                      if self.grad and self._one_output is not None else None)
-        if verbose:
-            print(f"[numgrad.jit] {name}: traced and compiled {len(programs)} program(s), "
-                  f"{stats.kernels} kernel(s) in {time.perf_counter() - t0:.2f}s")
+
+    def _count(self, stats):
+        stats.compiles += self.owner._plans.new_code(self.programs)
+        stats.kernels = sum(p.kernels for p in self.programs)
+        stats.disk_hits += sum(1 for p in self.programs if getattr(p, "disk_hit", False))
 
     def guard_ok(self):
         return self.guard is None or self.guard()
@@ -446,7 +437,7 @@ def _backend_for(owner, tensors):
         if want not in devices:
             devices.insert(0, want)
     if len(devices) > 1:
-        from numgrad.compiler.cuda_eager import mismatch
+        from numgrad.compiler.backends.cuda.eager import mismatch
         cuda = [d for d in devices if d.type == "cuda"]
         other = [d for d in devices if d is not cuda[0]]
         raise mismatch(cuda[0], other[0])
@@ -454,7 +445,7 @@ def _backend_for(owner, tensors):
         if owner.backend not in ("cpu", "cuda"):
             raise RuntimeError(f"ng.jit(backend={owner.backend!r}) runs on the CPU only; call "
                                "it with CPU tensors, or leave backend unset for CUDA tensors")
-        from numgrad.compiler import cuda_device
+        from numgrad.compiler.backends.cuda import device as cuda_device
         cuda_device.check(devices[0].index or 0)
         return "cuda"
     return owner.backend

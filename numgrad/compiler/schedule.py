@@ -4,7 +4,7 @@ Room: compiler. Imports the IR and the op registry, never a backend. ``build(gra
 options)`` decides everything about fusion once: which equations run in kernels and
 which on the host between them, how a kernel's equations fall into loops, what each
 loop reads, computes, reduces and writes, and the facts a backend needs to decide
-parallelism. A backend (``codegen.cpu``, a CUDA renderer) turns a ``Schedule`` into
+parallelism. A backend (``backends.cpu.renderer``, a CUDA renderer) turns a ``Schedule`` into
 source and decides nothing about fusion itself. ``print(schedule)`` lists it.
 
 The data, top down (all plain classes with public attributes; names are stable)::
@@ -74,7 +74,7 @@ The data, top down (all plain classes with public attributes; names are stable):
     Literal(value, dtype)        a typed constant; backends spell it
 
 Scalar lowering is the registry's: ``op.scalar(args, dtype, params, lit)`` gives a
-Stmt's expression from its operand expressions (``codegen.scalar`` holds the helpers
+Stmt's expression from its operand expressions (``backends.cpu.scalar`` holds the helpers
 it names). The renderer only spells indices, arrays and literals.
 """
 from __future__ import annotations
@@ -89,40 +89,29 @@ from numgrad.compiler.passes.detach_copies import drop_detach_copies
 # Dtypes kernels handle (others run their equations on the host).
 KERNEL_DTYPES = frozenset({"float32", "float64", "int64", "bool"})
 
-# Work (elements x op weight) per loop before a parallel loop pays. bench/parallel_threshold.py on
-# this 2-vCPU machine, quiet: a 4-op loop breaks even at 2^16 elements (2^18 work), W2's
-# loop (3 transcendentals, weight ~29) already gains 1.5x at 2^12 (~2^17 work); on a
-# loaded machine the thread pool can stall for milliseconds whatever the size.
+# Work (elements x op weight) per loop before a parallel loop pays: below it the thread
+# pool costs more than it saves (docs/design-notes.md, "Parallel thresholds").
 PARALLEL_MIN_WORK = 1 << 17
-# ... and in a plan that also calls BLAS (matmul between stages). OpenBLAS's workers
-# busy-wait for a long while after each call, and Numba's prange workers then fight
-# them for the cores: W3 (MLP step) on 2 threads took 6.7-7.1 ms with its small
-# elementwise kernels under prange, 2.1-2.2 ms with them serial (BLAS still threaded).
-# Only kernels big enough to dwarf that go parallel there.
+# ... and in a plan that also calls BLAS (matmul between stages): OpenBLAS's workers
+# busy-wait after each call and fight Numba's prange workers for the cores, so only
+# kernels big enough to dwarf that go parallel there (same section).
 PARALLEL_MIN_WORK_BESIDE_BLAS = 1 << 22
 # A parallel loop body over this many statements goes into a chunk function (over
-# [lo, lo + m) of the outer index) that the parallel loop calls. Its array arguments are
-# marked noalias (llvm_attrs.noalias_args: LLVM leaves a loop that writes many np.empty
-# arrays scalar otherwise) and it walks two interleaved element streams,
-# so it runs faster: W2 jit v&g 0.69 -> 0.62 ms, W5 1.82 -> 1.36 ms, W4 0.48 -> 0.33 ms
-# on 1 thread. But Numba compiles a called function's machine code twice (alone, then
-# linked into the caller), so short bodies stay inline: W2's call + backward then
-# compiles in 1.1 s instead of 1.7 s. Very long bodies must go out anyway: parfors
-# takes 9-13 s on W4's 600-statement chain inline.
+# [lo, lo + m) of the outer index) that the parallel loop calls: its array arguments are
+# marked noalias (llvm_attrs.noalias_args) and it walks interleaved element streams, so
+# it runs faster; but Numba compiles a called function's machine code twice, so short
+# bodies stay inline, and very long ones must go out anyway (docs/design-notes.md,
+# "Chunk functions and streams").
 PARALLEL_INLINE_MAX_BODY = 24
 INTERLEAVE_LONG_BODIES = True
-# Two streams: W4 0.48 -> 0.31 ms. Four ran 1.26 ms (the vectorised body no longer fits
-# the registers) and took 24 s to compile.
+# Two streams: four no longer fit the registers and compile far longer (same section).
 STREAMS = 2
 # A parallel flat loop whose transcendentals weigh at least this much (the registry's
 # weights, 8 per transcendental) goes into a chunk function as two streams even when its
 # body is short (None: only long bodies do). A vectorised sin -> tanh -> exp chain is one
 # long dependency chain per vector, and a second stream overlaps it. Such a loop is an
-# llvm_body body, so a schedule of them is an llvm_kernel one, built without Numba. W2's
-# ordinary forward + backward at 1e6 float64 (2 threads, bench/w2_habit_breakdown.py,
-# interleaved): forward 6.3 -> 2.4 ms, backward 5.0 -> 2.8 ms; cold call + backward
-# (bench/warm_start.py, parallel="auto"): first result 1.10-1.15 -> 0.31-0.32 s. It was
-# off while each chunk function cost Numba a second compile (+1.2 s CPU for W2).
+# llvm_body body, so a schedule of them is an llvm_kernel one, built without Numba
+# (docs/design-notes.md, "Chunk functions and streams").
 INTERLEAVE_MIN_HEAVY_WEIGHT = 16
 # Chunks of a parallel loop's outer index: fixed, so that results do not depend on the
 # thread count; enough to balance 2-16 threads.
@@ -187,7 +176,7 @@ class Stmt:
                 + ("  -> store" if self.store else ""))
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Reduce:
     out: object
     op: object
@@ -280,7 +269,7 @@ class Kernel:
     extents: list = field(default_factory=list)  # generic: (extent, input Var, dim), in order
     name: str | None = None
     fn: object = None   # the loaded function (set by the backend)
-    ir_specs: dict = field(default_factory=dict)  # loop index -> llvm_body spec (codegen.cpu)
+    ir_specs: dict = field(default_factory=dict)  # loop index -> cpu.llvm.body spec
 
     @property
     def parallel(self):
@@ -407,7 +396,7 @@ def _sink_reduction_consumers(eqns):
     A value computed from a sum (the loss of a value_and_grad, say) would otherwise close
     the loop that computes the sum as soon as it appears, and every later equation of
     that loop's shape would start a second loop, reading back values the first one had
-    to write out (W5's Hessian-vector product wrote and re-read 14 arrays)."""
+    to write out (docs/design-notes.md, "Reductions last")."""
     reds = {e.out for e in eqns if e.prim.role == "reduction"}
     tainted = set()
     for e in eqns:
@@ -493,13 +482,13 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
                 flat = False
     loop = Loop(index, S, flat)
     # Ops of a pair (sin and cos: ``pairs=("sincos", slot)``) on the same argument.
-    trig = {(e.prim.pairs, e.inputs[0]) for e in members if e.prim.pairs}
+    trig = {(e.prim.cost.pairs, e.inputs[0]) for e in members if e.prim.cost.pairs}
     loop.paired = {v for (grp, slot), v in trig if slot == 0 and ((grp, 1), v) in trig}
     reds = [e for e in members if e.prim.role == "reduction"]
     full_reds = [e for e in reds if _size(e.out.shape) == 1]
     part_reds = [e for e in reds if _size(e.out.shape) != 1]
     only_sums = all(e.prim.reduce.additive for e in reds)
-    loop.weight = sum(e.prim.weight for e in members)
+    loop.weight = sum(e.prim.cost.weight for e in members)
     loop.work = N * loop.weight
     # A generic plan decides at run time when the loop's size does (both loops rendered).
     runtime = {s for s, _, _ in kernel.extents}
@@ -526,9 +515,10 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
     # each reducing into its own slot, summed in order afterwards: the chunking does
     # not depend on the thread count, and serially (the serial tier) the loop gives the
     # same bits. Loops without one need no chunks for that and run faster without
-    # (W5: 2.0 -> 1.87 ms); long bodies are chunked anyway, to be outlined.
+    # (docs/design-notes.md, "Chunks only for sums"); long bodies are chunked anyway, to
+    # be outlined.
     long_body = len(members) > PARALLEL_INLINE_MAX_BODY
-    heavy = sum(e.prim.weight for e in members if e.prim.weight > 1)
+    heavy = sum(e.prim.cost.weight for e in members if e.prim.cost.weight > 1)
     interleave = (loop.parallel and flat and INTERLEAVE_LONG_BODIES
                   and (long_body or (INTERLEAVE_MIN_HEAVY_WEIGHT is not None
                                     and heavy >= INTERLEAVE_MIN_HEAVY_WEIGHT)))
@@ -552,13 +542,15 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
         if e.prim.role == "reduction":
             r = e.prim.reduce
             loop.body.append(Reduce(
-                e.out, e.prim, ref(e.inputs[0]), e.out.dtype, e, r.combine, _identity(e),
-                e in full_reds, _keep_shape(e), r.mean,
-                _size(e.inputs[0].shape) // max(_size(e.out.shape), 1), r.additive))
+                out=e.out, op=e.prim, arg=ref(e.inputs[0]), dtype=e.out.dtype, eqn=e,
+                combine=r.combine, identity=_identity(e), full=e in full_reds,
+                keep=_keep_shape(e), mean=r.mean,
+                count=_size(e.inputs[0].shape) // max(_size(e.out.shape), 1),
+                additive=r.additive))
             continue
         loop.body.append(Stmt(e.out, e.prim, [ref(v) for v in e.inputs], dict(e.params),
                               e.out.dtype, e, store=e.out in needed_outside,
-                              paired=bool(e.prim.pairs) and e.inputs[0] in loop.paired))
+                              paired=bool(e.prim.cost.pairs) and e.inputs[0] in loop.paired))
         local.add(e.out)
     materialized.update(produced)
     return loop
@@ -610,7 +602,7 @@ def build(graph, options=None):
     options = options or Options()
     graph = drop_detach_copies(graph)
     steps = split_stages(graph)
-    blas = any(isinstance(s, HostStep) and s.eqn.prim.blas for s in steps)
+    blas = any(isinstance(s, HostStep) and s.eqn.prim.cost.blas for s in steps)
     sched = Schedule(options.name, options.role, graph, steps, generic=options.generic,
                      parallel=options.parallel in ("auto", True),
                      min_work=PARALLEL_MIN_WORK_BESIDE_BLAS if blas else PARALLEL_MIN_WORK,

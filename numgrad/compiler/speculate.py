@@ -13,20 +13,21 @@ equations on the same values); with any other cotangent, a second backward
 Hooks inside the function (they must run during the backward, not the call), random
 ops and output hooks keep the ordinary path. A plan whose speculative calls are not
 followed by their backward (evaluation with grad enabled) stops speculating, so the
-gradients it computed for nothing cost at most ``MAX_PENDING`` calls.
-
-W2 float64, 2 threads (bench/w2_habit_breakdown.py): call + ``.backward()`` over ``jit v&g``
-went from 2.70 to 1.03 at 1e6 and from 2.86 to 0.96 at 1e7.
+gradients it computed for nothing cost at most ``MAX_PENDING`` calls. (What it saves:
+docs/design-notes.md, "Speculation".)
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
+from numgrad import config
+from numgrad.compiler import pipeline
+
 # Speculative calls whose backward has not come yet; over this the plan stops.
 MAX_PENDING = 4
-ENABLED = os.environ.get("NUMGRAD_SPECULATE", "1") != "0"
+# True or False overrides NUMGRAD_SPECULATE; None: the variable decides, at each plan.
+ENABLED = None
 
 
 class Speculation:
@@ -48,7 +49,8 @@ class Speculation:
     def maybe(cls, tr, remat, backend, opts):
         """A Speculation for an eligible trace (one scalar output with a cotangent, no
         user hooks or random ops inside), else None."""
-        if not ENABLED or len(tr.cotangent_of) != 1 or tr.probed or len(tr.outputs) != 1:
+        enabled = config.get("NUMGRAD_SPECULATE") if ENABLED is None else ENABLED
+        if not enabled or len(tr.cotangent_of) != 1 or tr.probed or len(tr.outputs) != 1:
             return None
         ct = tr.graph.inputs[tr.n_primals]
         if int(np.prod(ct.shape)) != 1:
@@ -67,7 +69,7 @@ class Speculation:
             # Its final tier at once: the plan's first call already ran the serial one,
             # and a serial joint tier would cost one more compile on the way.
             par = True if opts.parallel == "auto" else opts.parallel
-            return backend.compile(graph, opts.but(role="joint", parallel=par))
+            return pipeline.compile_graph(graph, backend, opts.but(role="joint", parallel=par))
         return cls(build, len(grads), ct.shape, ct.dtype)
 
     def is_one(self, g):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import types
 
+from numgrad import config
 from numgrad.errors import TracingError
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,7 +23,7 @@ NOTE = ("numgrad removed its internal frames from this traceback; set "
 
 
 def enabled() -> bool:
-    return os.environ.get("NUMGRAD_TRACEBACK_FILTERING", "on").lower() not in ("off", "0", "no")
+    return config.get("NUMGRAD_TRACEBACK_FILTERING")
 
 
 def _internal(frame) -> bool:

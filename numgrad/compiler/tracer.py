@@ -154,7 +154,7 @@ class Tracer:
         if not self.active:
             raise TracingError(f"a traced tensor was used after its @ng.jit trace ended "
                                f"{where_in_user_code()}")
-        if prim.lowering is None:
+        if not prim.jit:
             raise TracingError(f"op '{prim.name}' has no lowering, so @ng.jit cannot compile it "
                                f"({where_in_user_code()}); call it outside the jitted function")
         ins = [self.var_of(d) for d in datas]

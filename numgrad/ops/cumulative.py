@@ -20,14 +20,13 @@ def _acc_dtype(d):
 
 cumsum_p = defop("cumsum", inputs=("x",), params=("dim",),
                  impl=lambda x, dim: np.cumsum(x, axis=dim, dtype=_acc_dtype(x.dtype)),
-                 abstract=lambda x, dim: (x.shape, _acc_dtype(x.dtype)), lowering="numpy")
+                 abstract=lambda x, dim: (x.shape, _acc_dtype(x.dtype)))
 prod_p = defop("prod", inputs=("x",), params=("dim", "keepdim"),
                node=lambda p, s: "ProdBackward0" if p["dim"] is None else "ProdBackward1",
                impl=lambda x, dim, keepdim: np.prod(x, axis=dim, keepdims=keepdim,
                                                     dtype=_acc_dtype(x.dtype)),
                abstract=lambda x, dim, keepdim: (reduced_shape(x.shape, dim, keepdim),
-                                                 _acc_dtype(x.dtype)),
-               lowering="numpy")
+                                                 _acc_dtype(x.dtype)))
 
 
 def _cumsum_vjp(g, dim):
@@ -60,5 +59,4 @@ def _np_keep_mask(x, p, seq):
 # `seq` makes every call its own equation (a traced function with two dropouts draws two
 # masks); `random=True` keeps the compiler from folding or merging it.
 keep_mask_p = defop("dropout_mask", inputs=("x",), params=("p", "seq"), impl=_np_keep_mask,
-                    abstract=lambda x, p, seq: (x.shape, np.dtype(np.bool_)), lowering="numpy",
-                    random=True)
+                    abstract=lambda x, p, seq: (x.shape, np.dtype(np.bool_)), random=True)

@@ -16,5 +16,6 @@ def _upload(x, device, src):
 
 
 to_device = defop("to_device", inputs=("x",), params=("device", "src"), impl=_upload,
-                  abstract=lambda x, device, src: (x.shape, x.dtype), node="ToCopyBackward0")
+                  abstract=lambda x, device, src: (x.shape, x.dtype), node="ToCopyBackward0",
+                  jit=False)
 to_device.defvjp(lambda g, src, device: to_device(g, device=src, src=device))

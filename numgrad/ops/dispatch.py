@@ -24,7 +24,7 @@ from numgrad.ops import views as _views
 
 _ndarray = np.ndarray
 _make = Tensor._make
-OTHER = "other"
+BROADCASTING = ("elementwise", "compare")  # kinds whose operands dispatch broadcasts
 
 
 def evaluate(prim, datas, params):
@@ -124,7 +124,7 @@ def apply(prim, *args, **params):
     """Evaluate ``prim`` on ``args`` and record its backward node when grad mode asks."""
     if tracing_hook.capture is not None:  # a trace is running: lift captured tensors
         args = _lift(prim, args)
-    if prim.kind != OTHER:
+    if prim.kind in BROADCASTING:
         tensors, datas = promote_operands(prim, args)
         if len(datas) != len(prim.inputs):
             raise _arity_error(prim, args)

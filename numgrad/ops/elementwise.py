@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad.ops.dispatch import apply
-from numgrad.ops.registry import defop
+from numgrad.ops.registry import Cost, defop
 from numgrad.tensor import Tensor
 
 E = "elementwise"
@@ -106,8 +106,8 @@ HEAVY = 8
 def _floating(name, impl, pairs=None):
     """A transcendental unary op with an always-floating result, lowered to the helper of
     its name."""
-    return defop(name, inputs=("x",), impl=impl, kind=E, lowering=name + "({0})",
-                 floating=True, weight=HEAVY, pairs=pairs)
+    return defop(name, inputs=("x",), impl=impl, kind=E, lowering=name + "({0})", floating=True,
+                 cost=Cost(weight=HEAVY, pairs=pairs))
 
 
 # Scalar lowerings that depend on dtypes or params (see registry: ``scalar``).
@@ -195,15 +195,14 @@ relu = defop("relu", inputs=("x",), impl=_np_relu, kind=E, lowering="relu({0})",
              check=_refuse_bool(RuntimeError, "Boolean inputs not supported for relu"))
 clone = defop("clone", inputs=("x",), impl=np.copy, kind=E, lowering="{0}")
 to_dtype = defop("to_dtype", inputs=("x",), params=("dtype",), node="ToCopyBackward0",
-                 impl=lambda x, dtype: x.astype(dtype), kind="other",
+                 impl=lambda x, dtype: x.astype(dtype), kind="pointwise",
                  abstract=lambda x, dtype: (x.shape, np.dtype(dtype)), lowering="cast",
-                 role="elementwise", scalar=_cast_scalar, cheap=True)
+                 scalar=_cast_scalar, cost=Cost(cheap=True))
 pow_scalar = defop("pow_scalar", inputs=("x",), params=("exponent",), node="PowBackward0",
-                   impl=_np_pow_scalar, kind=E,
-                   lowering="pow_scalar({0}, {exponent})", scalar=_pow_scalar_scalar)
-clamp = defop("clamp", inputs=("x",), params=("min", "max"), node="ClampBackward1",
-              impl=_np_clamp, kind=E,
-              lowering="clamp({0}, {min}, {max})", scalar=_clamp_scalar)
+                   impl=_np_pow_scalar, kind=E, lowering="pow_scalar({0}, {exponent})",
+                   scalar=_pow_scalar_scalar)
+clamp = defop("clamp", inputs=("x",), params=("min", "max"), node="ClampBackward1", impl=_np_clamp,
+              kind=E, lowering="clamp({0}, {min}, {max})", scalar=_clamp_scalar)
 
 neg.defvjp(lambda g: -g)
 abs_.defvjp(lambda g, x: g * sign(x))
@@ -278,9 +277,11 @@ sub = defop("sub", inputs=("x", "y"), impl=np.subtract, kind=E, lowering="({0} -
 mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} * {1})")
 div = defop("div", inputs=("x", "y"), impl=_np_div, kind=E, lowering="({0} / {1})")
 pow_ = defop("pow", inputs=("x", "y"), impl=_np_pow, kind=E, node="PowBackward1",
-             lowering="power({0}, {1})", scalar=_pow_tensor_scalar, weight=HEAVY)
-maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E, lowering="maximum({0}, {1})")
-minimum = defop("minimum", inputs=("x", "y"), impl=np.minimum, kind=E, lowering="minimum({0}, {1})")
+             lowering="power({0}, {1})", scalar=_pow_tensor_scalar, cost=Cost(weight=HEAVY))
+maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E,
+                lowering="maximum({0}, {1})")
+minimum = defop("minimum", inputs=("x", "y"), impl=np.minimum, kind=E,
+                lowering="minimum({0}, {1})")
 
 add.defvjp(lambda g: g, lambda g: g)
 sub.defvjp(lambda g: g, lambda g: -g)
@@ -326,10 +327,10 @@ logical_not = defop("logical_not", inputs=("x",), impl=np.logical_not, kind=C,
                     lowering="(not {0})")
 
 # ------------------------------------------------------------------- where
-_where = defop("where", inputs=("cond", "x", "y"), kind="other", impl=np.where,
-               abstract=(lambda c, x, y: (np.broadcast_shapes(c.shape, x.shape, y.shape),
-                                                  x.dtype)),
-               lowering="({1} if {0} else {2})", role="elementwise")
+_where = defop("where", inputs=("cond", "x", "y"), kind="pointwise", impl=np.where,
+               abstract=lambda c, x, y: (np.broadcast_shapes(c.shape, x.shape, y.shape),
+                                                  x.dtype),
+               lowering="({1} if {0} else {2})")
 _where.defvjp(None, lambda g, cond: where(cond, g, 0), lambda g, cond: where(cond, 0, g))
 
 

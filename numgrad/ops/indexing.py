@@ -148,35 +148,30 @@ def _saves_advanced_index(params):
 
 
 getitem_p = defop("getitem", inputs=("x",), params=("index",), view=True, impl=_np_getitem,
-                  abstract=_abstract_getitem, node=_getitem_name, lowering="getitem",
-                  saves=_saves_advanced_index)
-index_add_p = defop("index_add", inputs=("g",), params=("shape", "index"), node="IndexAddBackward0",
-                    impl=_np_index_add,
-                    abstract=lambda g, shape, index: (tuple(shape), g.dtype),
-                    lowering="scatter_add")
+                  abstract=_abstract_getitem, node=_getitem_name, saves=_saves_advanced_index)
+index_add_p = defop("index_add", inputs=("g",), params=("shape", "index"),
+                    node="IndexAddBackward0", impl=_np_index_add,
+                    abstract=lambda g, shape, index: (tuple(shape), g.dtype))
 index_put_p = defop("index_put", inputs=("x", "v"), params=("index",), node="CopySlices",
                     impl=_np_index_put, abstract=lambda x, v, index: (x.shape, x.dtype),
-                    lowering="index_put", saves=lambda params: ("index",))
+                    saves=lambda params: ("index",))
 
 # The same three with integer index tensors that are values in a compiled graph: the
 # indices are an input (``idx``), so the shapes are static and the values run-time. They
 # run as NumPy steps between kernels; the backward saves the indices, never ``x``.
 gather_p = defop("gather", inputs=("x", "idx"), params=("index",), node="IndexBackward0",
                  impl=lambda x, idx, index: x[_fill_checked(x.shape, index, idx)],
-                 abstract=lambda x, idx, index: _abstract_getitem(x, _probe_index(index, idx)),
-                 lowering="gather")
+                 abstract=lambda x, idx, index: _abstract_getitem(x, _probe_index(index, idx)))
 scatter_add_p = defop("scatter_add", inputs=("g", "idx"), params=("shape", "index"),
                       node="IndexAddBackward0",
                       impl=lambda g, idx, shape, index: _np_index_add(
                           g, shape, _fill_checked(shape, index, idx)),
-                      abstract=lambda g, idx, shape, index: (tuple(shape), g.dtype),
-                      lowering="scatter_add")
+                      abstract=lambda g, idx, shape, index: (tuple(shape), g.dtype))
 index_put_at_p = defop("index_put_at", inputs=("x", "v", "idx"), params=("index",),
                        node="CopySlices",
                        impl=lambda x, v, idx, index: _np_index_put(
                            x, v, _fill_checked(x.shape, index, idx)),
-                       abstract=lambda x, v, idx, index: (x.shape, x.dtype),
-                       lowering="index_put")
+                       abstract=lambda x, v, idx, index: (x.shape, x.dtype))
 gather_p.defvjp(lambda g, idx, x_shape, index: scatter_add_p(g, idx, shape=x_shape, index=index),
                 None)
 scatter_add_p.defvjp(lambda g, idx, index: gather_p(g, idx, index=index), None)

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from numgrad.ops.registry import defop, identity_lowering
+from numgrad.ops.registry import Cost, defop, identity_lowering
 from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops.dispatch import broadcast_shapes
 
@@ -19,28 +19,26 @@ _RESHAPE_NAMES = {"view": "ViewBackward0", "unsqueeze": "UnsqueezeBackward0",
 _PERMUTE_NAMES = {"permute": "PermuteBackward0", "transpose": "TransposeBackward0",
                   "t": "TBackward0"}
 
-reshape_p = defop("reshape", inputs=("x",), params=("shape", "op"), view=True,
+reshape_p = defop("reshape", kind="layout", inputs=("x",), params=("shape", "op"), view=True,
                   impl=lambda x, shape, op: np.reshape(x, shape),
                   abstract=lambda x, shape, op: (tuple(shape), x.dtype),
-                  node=lambda p, s: _RESHAPE_NAMES[p["op"]], lowering="reshape",
-                  role="layout", cheap=True)
+                  node=lambda p, s: _RESHAPE_NAMES[p["op"]], cost=Cost(cheap=True))
 permute_p = defop("permute", inputs=("x",), params=("dims", "op"), view=True,
                   impl=lambda x, dims, op: np.transpose(x, dims),
                   abstract=lambda x, dims, op: (tuple(x.shape[d] for d in dims), x.dtype),
-                  node=lambda p, s: _PERMUTE_NAMES[p["op"]], lowering="permute")
-expand_p = defop("expand", inputs=("x",), params=("shape",), view=True,
+                  node=lambda p, s: _PERMUTE_NAMES[p["op"]])
+expand_p = defop("expand", kind="pointwise", inputs=("x",), params=("shape",), view=True,
                  impl=lambda x, shape: np.broadcast_to(x, shape),
                  abstract=lambda x, shape: (tuple(shape), x.dtype), lowering="expand",
                  # In a loop over the output's shape, reading x broadcast is the identity.
-                 role="elementwise", scalar=identity_lowering, cheap=True, broadcasts=True)
+                 scalar=identity_lowering, cost=Cost(cheap=True), broadcasts=True)
 cat_p = defop("cat", inputs=("*xs",), params=("dim",),
               impl=lambda *xs, dim: np.concatenate(xs, axis=dim),
-              abstract=lambda *xs, dim: (_cat_shape([x.shape for x in xs], dim), xs[0].dtype),
-              lowering="cat")
+              abstract=lambda *xs, dim: (_cat_shape([x.shape for x in xs], dim), xs[0].dtype))
 stack_p = defop("stack", inputs=("*xs",), params=("dim",),
                 impl=lambda *xs, dim: np.stack(xs, axis=dim),
                 abstract=lambda *xs, dim: (xs[0].shape[:dim] + (len(xs),) + xs[0].shape[dim:],
-                                           xs[0].dtype), lowering="stack")
+                                           xs[0].dtype))
 
 
 def _cat_shape(shapes, dim):

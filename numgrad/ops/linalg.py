@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numgrad.ops.registry import defop
+from numgrad.ops.registry import Cost, defop
 from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops.dispatch import broadcast_shapes
 
@@ -48,7 +48,7 @@ def matmul_shape(sa, sb):
 # PyTorch's dtype names in its "expected scalar type" errors.
 SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 
-matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, lowering="matmul", blas=True,
+matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, cost=Cost(blas=True),
                  abstract=lambda x, y: (matmul_shape(x.shape, y.shape),
                                         np.result_type(x.dtype, y.dtype)))
 

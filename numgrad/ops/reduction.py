@@ -63,34 +63,31 @@ _MEAN = Reduction(EW.add, lambda dt: 0, additive=True, mean=True)
 _MAX = Reduction(EW.maximum, _lowest)
 _MIN = Reduction(EW.minimum, _highest)
 
-sum_p = defop("sum", inputs=("x",), params=("dim", "keepdim"),
+sum_p = defop("sum", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
               impl=lambda x, dim, keepdim: np.sum(x, axis=dim, keepdims=keepdim,
                                                   dtype=_sum_dtype(x.dtype)),
               abstract=_reduce_abstract(_sum_dtype),
               node=lambda p, s: "SumBackward0" if p["dim"] is None else "SumBackward1",
-              lowering="reduce_sum", role="reduction", reduce=_SUM)
-mean_p = defop("mean", inputs=("x",), params=("dim", "keepdim"),
+              reduce=_SUM)
+mean_p = defop("mean", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
                impl=lambda x, dim, keepdim: np.mean(x, axis=dim, keepdims=keepdim, dtype=x.dtype),
                abstract=_reduce_abstract(lambda d: d),
                node=lambda p, s: "MeanBackward0" if p["dim"] is None else "MeanBackward1",
-               lowering="reduce_mean", role="reduction", reduce=_MEAN)
-amax_p = defop("amax", inputs=("x",), params=("dim", "keepdim"),
+               reduce=_MEAN)
+amax_p = defop("amax", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
                impl=lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim),
-               abstract=_reduce_abstract(lambda d: d), lowering="reduce_max",
-               role="reduction", reduce=_MAX)
-amin_p = defop("amin", inputs=("x",), params=("dim", "keepdim"),
+               abstract=_reduce_abstract(lambda d: d), reduce=_MAX)
+amin_p = defop("amin", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
                impl=lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim),
-               abstract=_reduce_abstract(lambda d: d), lowering="reduce_min",
-               role="reduction", reduce=_MIN)
+               abstract=_reduce_abstract(lambda d: d), reduce=_MIN)
 argmax_p = defop("argmax", inputs=("x",), params=("dim", "keepdim"),
                  impl=lambda x, dim, keepdim: np.argmax(x, axis=dim, keepdims=keepdim),
                  abstract=lambda x, dim, keepdim: (
                      reduced_shape(x.shape, None if dim is None else (dim,), keepdim),
-                     np.dtype(np.int64)),
-                 lowering="reduce_argmax")
+                     np.dtype(np.int64)))
 argmin_p = defop("argmin", inputs=("x",), params=("dim", "keepdim"),
                  impl=lambda x, dim, keepdim: np.argmin(x, axis=dim, keepdims=keepdim),
-                 abstract=argmax_p.abstract, lowering="reduce_argmin")
+                 abstract=argmax_p.abstract)
 
 
 def _count(shape, dim):
@@ -133,10 +130,10 @@ argmin_p.defvjp(None)
 max_dim_p = defop("max_dim", inputs=("x",), params=("dim", "keepdim"), node="MaxBackward0",
                   impl=lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim),
                   abstract=lambda x, dim, keepdim: (reduced_shape(x.shape, (dim,), keepdim),
-                                                    x.dtype), lowering="reduce_max")
+                                                    x.dtype))
 min_dim_p = defop("min_dim", inputs=("x",), params=("dim", "keepdim"), node="MinBackward0",
                   impl=lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim),
-                  abstract=max_dim_p.abstract, lowering="reduce_min")
+                  abstract=max_dim_p.abstract)
 
 
 def _picked_vjp(arg_p):

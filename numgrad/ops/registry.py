@@ -1,7 +1,7 @@
 """ops.registry: every primitive is defined once, here, and read by everything else.
 
 Room: ops. Imports NumPy only. Eager mode runs ``impl``; the tracer runs
-``abstract``; autograd runs ``vjp``; codegen reads ``lowering``.
+``abstract``; autograd runs ``vjp``; the compiler reads ``kind``, ``scalar`` and ``cost``.
 
 Registration format (one ``defop`` call per primitive, like a row of PyTorch's
 ``derivatives.yaml``)::
@@ -15,15 +15,25 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
 - ``params``: names of static, non-tensor parameters (``dim``, ``keepdim``...),
   passed to ``impl``/``abstract``/``vjp`` as keywords and baked into compiled code.
 - ``impl(*arrays, **params)``: the eager kernel over NumPy arrays.
-- ``kind``: ``"elementwise"`` (inputs broadcast, dtypes promoted, the result has
-  the promoted dtype), ``"compare"`` (elementwise with a bool result) or
-  ``"other"`` (then ``abstract`` is required).
+- ``kind``: what eager dispatch and the compiler do with it, one of
+
+  - ``"elementwise"``: inputs broadcast, dtypes promoted, the result has the promoted
+    dtype; the compiler spells it as one scalar expression per element;
+  - ``"compare"``: elementwise with a bool result;
+  - ``"pointwise"``: one scalar expression per element too, with its own ``abstract``
+    rule and no broadcasting or promotion by dispatch (casts, ``where``, ``expand``);
+  - ``"reduction"``: folded into the loop that makes its input (``reduce`` says how);
+  - ``"layout"``: a view of the same flat data inside a kernel (reshape);
+  - ``"host"`` (the default): runs its impl, or its effect, between kernels.
+
+  Every kind but the first two needs ``abstract``. ``Primitive.role`` is the compiler's
+  view: ``"elementwise"`` for the three pointwise kinds, else the kind.
 - ``abstract(*avals, **params) -> (shape, numpy dtype)``: the shape/dtype rule.
   ``avals`` have ``.shape`` and ``.dtype``. Elementwise kinds derive it.
 - ``node``: the grad_fn name users see, or ``callable(params, shapes) -> name``.
-- ``lowering``: for elementwise ops a scalar template over ``{0}``, ``{1}``...
-  that reads the same in ``numba.njit`` and ``numba.cuda.jit`` code; otherwise
-  the name of a backend lowering (``"reduce"``, ``"matmul"``, ``"layout"``...).
+- ``lowering``: for the pointwise kinds, a scalar template over ``{0}``, ``{1}``...
+  that reads the same in ``numba.njit`` and ``numba.cuda.jit`` code.
+- ``jit``: False for the few ops ``@ng.jit`` cannot compile (a TracingError says so).
 - ``view``: the result may alias the first input's storage (shares its version
   counter, as PyTorch's views do).
 - ``floating``: an elementwise op whose result is always floating (exp, tanh...):
@@ -34,22 +44,17 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
   so a second backward raises PyTorch's "backward through the graph a second time".
 - ``random``: the impl draws from numgrad's generator on every call, so the compiler
   never folds it at compile time or merges two calls into one.
-- ``role``: how a compiler treats it: ``"elementwise"`` (one scalar expression per
-  element; the default for elementwise and compare kinds), ``"reduction"`` (folded into
-  the loop that makes its input; ``reduce`` says how), ``"layout"`` (a view of the same
-  flat data inside a kernel: reshape) or ``"host"`` (runs its impl, or its effect,
-  between kernels; the default otherwise).
 - ``scalar(args, dtype, params, spell) -> str``: the scalar lowering, an expression over
   the operand expressions ``args`` for an ``dtype`` result; ``spell`` is the backend's
   ``lit(value, dtype)`` / ``cast(expr, dtype)``. Defaults to filling the ``lowering``
-  template. It names helpers of ``compiler.codegen.scalar`` and reads the same in
+  template. It names helpers of ``compiler.backends.cpu.scalar`` and reads the same in
   ``numba.njit`` and ``numba.cuda.jit`` code.
   ``reduce``: a ``Reduction`` (combine, identity, mean).
-- ``weight``: rough cost of one element in simple-op units (transcendentals 8), for the
-  parallel cut; ``cheap``: recomputing it in the backward beats saving it (default:
-  elementwise kinds); ``pairs``: ``(group, slot)`` for ops computed together when both
-  read one argument (sin/cos); ``blas``: runs a BLAS call (its threads fight the
-  kernels').
+- ``cost``: a ``Cost``: ``weight``, rough cost of one element in simple-op units
+  (transcendentals 8), for the parallel cut; ``cheap``, recomputing it in the backward
+  beats saving it (default: the elementwise and compare kinds); ``pairs``,
+  ``(group, slot)`` for ops computed together when both read one argument (sin/cos);
+  ``blas``, it runs a BLAS call (its threads fight the kernels').
 - ``effects``: what it does besides computing its output: ``"stop_gradient"`` (detach:
   the identity at run time), ``"calls_user"`` (hook: never folded, merged or dropped).
 - ``check(operands)``: for operands PyTorch refuses that NumPy would take (bools in
@@ -76,6 +81,7 @@ done once, by the node (``ops.dispatch.OpNode``), not in each rule.
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass, field, replace
 
 from numgrad.ops.dispatch import apply
 
@@ -108,44 +114,65 @@ def identity_lowering(args, dtype, params, spell):
     return args[0]
 
 
-class Primitive:
-    __slots__ = ("name", "inputs", "params", "impl", "kind", "abstract", "node", "lowering",
-                 "view", "vjps", "needs", "variadic", "floating", "check", "saves",
-                 "random", "role", "scalar", "weight", "cheap", "pairs", "blas", "reduce",
-                 "effects", "broadcasts")
+@dataclass(frozen=True, kw_only=True)
+class Cost:
+    """What the scheduler and autodiff weigh about one element of a primitive."""
+    weight: int = 1          # cost in simple-op units (transcendentals 8): the parallel cut
+    cheap: bool = None       # recomputing it in the backward beats saving it (None:
+    #                          the elementwise and compare kinds)
+    pairs: tuple = None      # (group, slot): computed together when both read one argument
+    blas: bool = False       # runs a BLAS call (its threads fight the kernels')
 
-    def __init__(self, name, inputs, params, impl, kind, abstract, node, lowering, view,
-                 floating=False, check=None, saves=None, random=False, role=None,
-                 scalar=None, weight=1, cheap=None, pairs=None, blas=False, reduce=None,
-                 effects=(), broadcasts=False):
-        self.name = name
-        self.inputs = tuple(inputs)
-        self.variadic = len(self.inputs) == 1 and self.inputs[0].startswith("*")
-        self.params = tuple(params)
-        self.impl = impl
-        self.kind = kind
-        self.abstract = abstract
-        self.node = node
-        self.lowering = lowering
-        self.view = view
-        self.floating = floating  # int/bool operands computed in the default float dtype
-        self.check = check  # check(operands) -> the exception to raise, or None
-        self.saves = saves  # saves(params) -> names of params the node saves (and frees)
-        self.random = random  # draws random numbers per call: never folded or merged
-        ew = kind in ("elementwise", "compare")
-        self.role = role or ("elementwise" if ew else "host")
-        if scalar is None and self.role == "elementwise" and lowering is not None:
-            scalar = _template(lowering)
-        self.scalar = scalar    # scalar(args, dtype, params, spell) -> expression
-        self.weight = weight    # cost of one element, simple-op units
-        self.cheap = ew if cheap is None else cheap  # recompute in the backward
-        self.pairs = pairs      # (group, slot): computed together on one argument
-        self.blas = blas        # calls BLAS
-        self.reduce = reduce    # Reduction, for role "reduction"
-        self.effects = tuple(effects)
-        self.broadcasts = broadcasts  # output = input broadcast: never folded into a big const
-        self.vjps = None   # one rule per input (a single rule if variadic); None: no grad
-        self.needs = ()    # per rule, the names it asks for
+
+POINTWISE = ("elementwise", "compare", "pointwise")   # one scalar expression per element
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Primitive:
+    """One registry row (see the module docstring for each field). Rules are attached once,
+    by ``defvjp``, at registration."""
+    name: str
+    inputs: tuple
+    impl: object
+    params: tuple = ()
+    kind: str = "host"
+    abstract: object = None
+    node: object = None
+    lowering: str = None     # pointwise kinds: the scalar template
+    view: bool = False
+    floating: bool = False   # int/bool operands computed in the default float dtype
+    check: object = None     # check(operands) -> the exception to raise, or None
+    saves: object = None     # saves(params) -> names of params the node saves (and frees)
+    random: bool = False     # draws random numbers per call: never folded or merged
+    scalar: object = None    # scalar(args, dtype, params, spell) -> expression
+    cost: Cost = Cost()
+    reduce: object = None    # Reduction, for kind "reduction"
+    effects: tuple = ()
+    broadcasts: bool = False  # output = input broadcast: never folded into a big const
+    jit: bool = True         # False: @ng.jit refuses it (a TracingError)
+    variadic: bool = field(init=False)
+    vjps: tuple = field(init=False, default=None)  # one rule per input; None: no gradient
+    needs: tuple = field(init=False, default=())   # per rule, the names it asks for
+
+    def __post_init__(self):
+        if self.kind not in POINTWISE + ("reduction", "layout", "host"):
+            raise ValueError(f"primitive {self.name!r}: unknown kind {self.kind!r}")
+        set_ = object.__setattr__.__get__(self)
+        set_("inputs", tuple(self.inputs))
+        set_("params", tuple(self.params))
+        set_("effects", tuple(self.effects))
+        set_("variadic", len(self.inputs) == 1 and self.inputs[0].startswith("*"))
+        pointwise = self.kind in POINTWISE
+        if self.scalar is None and pointwise and self.lowering is not None:
+            set_("scalar", _template(self.lowering))
+        if self.cost.cheap is None:
+            set_("cost", replace(self.cost, cheap=self.kind in POINTWISE[:2]))
+
+    @property
+    def role(self):
+        """How a compiler treats it: ``"elementwise"`` (one scalar expression per element),
+        ``"reduction"``, ``"layout"`` or ``"host"``."""
+        return "elementwise" if self.kind in POINTWISE else self.kind
 
     def defvjp(self, *rules):
         """Attach the derivative rules; see the module docstring for their parameters."""
@@ -168,8 +195,8 @@ class Primitive:
             if unknown:
                 raise TypeError(f"vjp rule of {self.name} asks for unknown {unknown}")
             needs.append(tuple(names[1:]))
-        self.vjps = rules
-        self.needs = tuple(needs)
+        object.__setattr__(self, "vjps", rules)
+        object.__setattr__(self, "needs", tuple(needs))
         return self
 
     @property
@@ -186,17 +213,15 @@ class Primitive:
         return f"Primitive({self.name})"
 
 
-def defop(name, *, inputs, impl, params=(), kind="other", abstract=None, node=None,
-          lowering=None, view=False, floating=False, check=None, saves=None,
-          random=False, role=None, scalar=None, weight=1, cheap=None, pairs=None,
-          blas=False, reduce=None, effects=(), broadcasts=False) -> Primitive:
+def defop(name, **fields) -> Primitive:
+    """Register the primitive ``name`` (its fields by keyword: see the module docstring)."""
     if name in REGISTRY:
         raise ValueError(f"primitive {name!r} registered twice")
-    if kind == "other" and abstract is None:
-        raise TypeError(f"primitive {name!r} of kind 'other' needs an abstract (shape) rule")
-    node = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
-    prim = Primitive(name, inputs, params, impl, kind, abstract, node, lowering, view, floating,
-                     check, saves, random, role, scalar, weight, cheap, pairs, blas, reduce,
-                     effects, broadcasts)
+    if fields.get("kind", "host") not in POINTWISE[:2] and fields.get("abstract") is None:
+        raise TypeError(f"primitive {name!r} of kind {fields.get('kind', 'host')!r} needs an "
+                        "abstract (shape) rule")
+    if fields.get("node") is None:
+        fields["node"] = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+    prim = Primitive(name=name, **fields)
     REGISTRY[name] = prim
     return prim

@@ -34,8 +34,7 @@ def _np_argsort(x, dim, descending):
 
 
 argsort_p = defop("argsort", inputs=("x",), params=("dim", "descending"), impl=_np_argsort,
-                  abstract=lambda x, dim, descending: (x.shape, np.dtype(np.int64)),
-                  lowering="numpy")
+                  abstract=lambda x, dim, descending: (x.shape, np.dtype(np.int64)))
 argsort_p.defvjp(None)
 
 

@@ -53,10 +53,9 @@ expm1 = defop("expm1", inputs=("x",), impl=np.expm1, kind=_EW, lowering="expm1({
 remainder = defop("remainder", inputs=("x", "y"), impl=_np_remainder, kind=_EW,
                   lowering="remainder({0}, {1})", node="RemainderBackward0")
 fmod = defop("fmod", inputs=("x", "y"), impl=_np_fmod, kind=_EW, lowering="fmod({0}, {1})",
-             scalar=_fmod_scalar,
-             node="FmodBackward0")
+             scalar=_fmod_scalar, node="FmodBackward0")
 # Adding an elementwise op is this one row (and its vjp): eager, tracer, autodiff and every
-# kernel backend read it; the kernels call the ``hypot`` helper of codegen.scalar.
+# kernel backend read it; the kernels call the ``hypot`` helper of backends.cpu.scalar.
 hypot = defop("hypot", inputs=("x", "y"), impl=np.hypot, kind=_EW, lowering="hypot({0}, {1})",
               floating=True)
 hypot.defvjp(lambda g, x, out: g * (x / out), lambda g, y, out: g * (y / out))

@@ -10,7 +10,7 @@ user's hook with the gradient as a Tensor, and what it returns replaces the grad
 from __future__ import annotations
 
 from numgrad.grad_mode import no_grad
-from numgrad.ops.registry import defop, identity_lowering
+from numgrad.ops.registry import Cost, defop, identity_lowering
 from numgrad.tensor import Tensor
 
 
@@ -33,8 +33,8 @@ def _same(x):
     return (x.shape, x.dtype)
 
 
-detach_p = defop("detach", inputs=("x",), impl=lambda x: x, abstract=_same,
-                 role="elementwise", scalar=identity_lowering, cheap=True,
-                 effects=("stop_gradient",))
+detach_p = defop("detach", kind="pointwise", inputs=("x",), impl=lambda x: x, abstract=_same,
+                 scalar=identity_lowering, cost=Cost(cheap=True), effects=("stop_gradient",),
+                 jit=False)
 hook_p = defop("hook", inputs=("x",), params=("fn",), impl=call_hook,
-               abstract=lambda x, fn: _same(x), effects=("calls_user",))
+               abstract=lambda x, fn: _same(x), effects=("calls_user",), jit=False)

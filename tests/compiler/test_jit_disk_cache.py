@@ -36,9 +36,9 @@ w = ng.tensor([[1.0, 0.5, -0.5], [0.25, -1.5, 2.0]])
 out = f(x, w)
 out.backward()
 # numba.np.linalg is imported by Numba's registry refresh and by nothing numgrad runs:
-# its absence says the kernels were loaded without that refresh (codegen.numba_load).
+# its absence says the kernels were loaded without that refresh (backends.cpu.numba_load).
 refreshed = "numba.np.linalg" in sys.modules
-# and the kernels allocate with codegen.arrays_ir, so nothing needs Numba's array helpers
+# and the kernels allocate with backends.cpu.arrays_ir, so nothing needs Numba's array helpers
 arrayobj = "numba.np.arrayobj" in sys.modules
 user_numba = None
 if "--then-user-numba" in sys.argv:  # the user's own Numba code still compiles after it

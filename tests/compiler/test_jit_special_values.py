@@ -43,7 +43,7 @@ EXEMPT = {
     "argsort": "NumPy step (NaN, +-0, +-inf under jit: tests/ops/test_sorting.py)",
     "detach": "the identity at run time (ops.structural)",
     "hook": "calls the user's hook (tests/compiler/test_jit_autograd.py)",
-    "to_device": "a copy between devices (tests/cuda)",
+    "to_device": "a copy between devices (tests/compiler/backends/cuda)",
 }
 EXPONENTS = (0, 1, 2, 3, -1, -2, 0.5, -0.5, 1.5, 2.5, -1.5, 0.25)
 CLAMPS = ((0.0, None), (None, 0.0), (-1.0, 1.0), (0.0, 0.0), (-0.0, None))

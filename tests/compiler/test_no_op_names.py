@@ -17,8 +17,8 @@ ROOT = pathlib.Path(numgrad.__file__).parent / "compiler"
 # The modules that define the scalar helpers the registry's lowerings call (``exp``,
 # ``maximum``...): a helper is named like the op it implements on purpose, and these
 # modules list their helpers by name; they make no decision about an op.
-HELPER_MODULES = {"codegen/scalar.py", "codegen/scalar_vec.py", "codegen/vmath_ir.py",
-                  "codegen/vmath_numba.py"}
+HELPER_MODULES = {"backends/cpu/scalar.py", "backends/cpu/scalar_vec.py",
+                  "backends/cpu/llvm/vmath.py", "backends/cpu/llvm/vmath_numba.py"}
 
 
 def _string_uses(tree):

@@ -13,8 +13,8 @@ Set ``NUMGRAD_DEBUG_PASSES=1`` to print the graph after each pass.
 """
 from __future__ import annotations
 
-import os
 
+from numgrad import config
 from numgrad.compiler.passes.fold import fold
 from numgrad.compiler.passes.cse import cse
 from numgrad.compiler.passes.dce import dce
@@ -24,7 +24,7 @@ PIPELINE = [fold, transpose, cse, dce]
 
 
 def optimize(graph, verbose=False):
-    debug = verbose or os.environ.get("NUMGRAD_DEBUG_PASSES") == "1"
+    debug = verbose or config.get("NUMGRAD_DEBUG_PASSES")
     for p in PIPELINE:
         graph = p(graph)
         if debug:

@@ -12,9 +12,9 @@ def drop_detach_copies(graph):
     """The graph with uses of identity-at-run-time results (``detach``: its registry
     ``effects`` say it only stops the gradient) pointing at their inputs instead.
 
-    A kernel writes every value that leaves it into an array of its own: W3's
-    ``jit(value_and_grad)``, whose inputs are detached, copied W1 (1.6 MB) at every call
-    before handing it to the matmul."""
+    A kernel writes every value that leaves it into an array of its own: a
+    ``jit(value_and_grad)`` whose inputs are detached copied its weight matrix at every
+    call before handing it to the matmul (docs/design-notes.md, "Detached inputs")."""
     outs = set(graph.outputs)
     rename, eqns = {}, []
     for e in graph.eqns:

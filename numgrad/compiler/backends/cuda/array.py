@@ -1,0 +1,167 @@
+"""backends.cuda.array: the payload of a CUDA tensor, and moving data to and from it.
+
+Room: compiler. A CUDA tensor's ``_data`` is a ``CudaArray``: a flat, C-ordered
+``numba.cuda`` device buffer (one element for a 0-d value) with the tensor's shape and
+NumPy dtype. Like the tracer's values it carries ``_ng_interpreter``, so every eager op
+on it goes through ``ops.dispatch.evaluate`` to ``cuda_eager``, which runs it as a
+kernel of the CUDA backend; eager code needs no CUDA branch of its own.
+
+``__cuda_array_interface__`` (version 3) goes both ways: a CUDA tensor exports its
+buffer, and ``ng.tensor``/``ng.as_tensor``/``from_cuda`` wrap any object that exports
+one (CuPy, PyTorch CUDA tensors) without a copy. Under Numba's simulator the "device
+pointer" is the host address of the simulated buffer, so the exchange is zero-copy
+there too.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numgrad.compiler.backends.cuda import device as cuda_device
+from numgrad.tensor import device as _device
+
+_KINDS = {"float32", "float64", "int64", "bool"}
+
+
+class _Flags:
+    c_contiguous = True  # always: the runtime's ascontiguousarray check passes it through
+
+
+_FLAGS = _Flags()
+
+
+class CudaArray:
+    __slots__ = ("buf", "shape", "dtype", "_ng_device", "owner", "__weakref__")
+
+    _ng_standin = None      # views: C-contiguous, as a fresh result (ops.views.standin)
+    flags = _FLAGS
+
+    def __init__(self, buf, shape, dtype, device, owner=None):
+        self.buf = buf                  # 1-D device array of max(1, size) elements
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self._ng_device = device
+        self.owner = owner              # keeps an imported (zero-copy) exporter alive
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def _ng_interpreter(self):
+        from numgrad.compiler.backends.cuda import eager as cuda_eager
+        return cuda_eager.INTERPRETER
+
+    def _ng_host(self):
+        """A NumPy copy of the data (the tensor's values for printing, ``item``, ``cpu()``)."""
+        if self.size == 0:
+            return np.empty(self.shape, self.dtype)
+        return self.buf.copy_to_host().reshape(self.shape)
+
+    def _ng_concrete(self, reason=None):
+        if reason == "array":
+            raise TypeError(f"can't convert {self._ng_device} device type tensor to numpy. Use "
+                            "Tensor.cpu() to copy the tensor to host memory first.")
+        return self._ng_host()
+
+    def _ng_repr(self):
+        return repr(self._ng_host())
+
+    @property
+    def __cuda_array_interface__(self):
+        buf = self.buf
+        if cuda_device.simulated():
+            ptr = buf._ary.__array_interface__["data"][0] if self.size else 0
+        else:
+            ptr = buf.__cuda_array_interface__["data"][0] if self.size else 0
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (ptr, False),
+                "strides": None, "version": 3, "stream": None}
+
+    def astype(self, dtype):
+        from numgrad.compiler.backends.cuda import eager as cuda_eager
+        return cuda_eager.cast(self, np.dtype(dtype))
+
+    def __repr__(self):
+        return f"CudaArray({self.shape}, {self.dtype}, {self._ng_device})"
+
+
+def _cuda():
+    from numba import cuda
+    return cuda
+
+
+def _index(dev):
+    return dev.index or 0
+
+
+def empty(shape, dtype, device):
+    """An uninitialised device array."""
+    cuda_device.check(_index(device))
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return CudaArray(_cuda().device_array(max(n, 1), np.dtype(dtype)), shape, dtype, device)
+
+
+def to_device(a, device):
+    """A NumPy array copied to ``device``."""
+    index = _index(device)
+    cuda_device.check(index)
+    if not a.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        a = a.copy(order="C")
+    if a.dtype.name not in _KINDS:
+        raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64 or bool, not "
+                        f"{a.dtype}")
+    flat = a.reshape(-1) if a.size else np.zeros(1, a.dtype)
+    cuda = _cuda()
+    if cuda_device.simulated() or index == 0:
+        buf = cuda.to_device(flat)
+    else:
+        with cuda.gpus[index]:
+            buf = cuda.to_device(flat)
+    return CudaArray(buf, a.shape, a.dtype, _device("cuda", index))
+
+
+def from_interface(obj):
+    """Wrap an object exporting ``__cuda_array_interface__`` without copying it."""
+    cai = obj.__cuda_array_interface__
+    shape = tuple(cai["shape"])
+    dtype = np.dtype(cai["typestr"])
+    if dtype.name not in _KINDS:
+        raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64 or bool, not {dtype}")
+    strides = cai.get("strides")
+    if strides is not None and tuple(strides) != _c_strides(shape, dtype.itemsize):
+        raise ValueError("numgrad wraps C-contiguous CUDA arrays only; make the array "
+                         "contiguous first (x.contiguous() / cupy.ascontiguousarray)")
+    cuda_device.check(0)
+    n = max(1, int(np.prod(shape)) if shape else 1)
+    cuda = _cuda()
+    if cuda_device.simulated():
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        class _Host:  # the simulated device pointer is a host address
+            __array_interface__ = {"shape": (n,), "typestr": dtype.str,
+                                   "data": (cai["data"][0], False), "version": 3}
+        buf = FakeCUDAArray(np.asarray(_Host()))
+    else:
+        flat = {"shape": (n,), "typestr": dtype.str, "data": cai["data"], "strides": None,
+                "version": 3, "stream": cai.get("stream")}
+
+        class _Flat:
+            __cuda_array_interface__ = flat
+        buf = cuda.as_cuda_array(_Flat())
+    return CudaArray(buf, shape, dtype, _device("cuda", 0), owner=obj)
+
+
+def _c_strides(shape, itemsize):
+    out, acc = [], itemsize
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(reversed(out))

@@ -1,0 +1,138 @@
+"""backends.cuda.program: runs a rendered CUDA graph: launches, allocations, host steps.
+
+Room: compiler. ``backends.cuda.renderer`` renders the source and the steps; a ``Program`` loads
+the kernels on first call (``numba.cuda.jit`` compiles each for the device at its first
+launch) and runs the steps in order with the inputs' ``CudaArray``s. Launch
+configuration comes from the device's properties (``cuda_device.launch``) and is fixed
+per device, so reductions combine in the same order on every run.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from numgrad.compiler.backends.cuda import array as cuda_array
+from numgrad.compiler.backends.cuda import device as cuda_device
+from numgrad.compiler.backends.cuda.renderer import TILE
+from numgrad.tensor import device as _device
+
+_CUDA0 = _device("cuda", 0)
+
+
+def _blocks(n, launch):
+    # Enough blocks to fill the device a few times over, never more than the work needs.
+    return max(1, min(math.ceil(n / launch.threads), launch.max_blocks))
+
+
+class Program:
+    """One graph's kernels and the steps between them; called with the input arrays."""
+
+    def __init__(self, schedule, steps, source):
+        self.schedule = schedule
+        self.graph = schedule.graph
+        self.cuda_steps = steps   # (``steps`` is the CPU program's list, read by plans)
+        self.source = source
+        self.kernels = source.count("@cuda.jit")
+        self.disk_hit = False
+        self._fns = None
+        self._consts = None
+
+    def _load(self, device):
+        from numgrad.compiler.backends.cuda import scalar  # noqa: F401  (its device functions)
+        ns = {}
+        name = f"<numgrad-cuda {self.graph.name}>"
+        exec(compile(self.source, name, "exec"), ns)  # noqa: S102  (our own generated code)
+        self._fns = ns
+        self._consts = {v: cuda_array.to_device(a, device) for v, a in self.graph.consts.items()}
+        self._maps = {}
+        for st in self.cuda_steps:
+            if st[0] == "index_map":
+                self._maps[st[1]] = cuda_array.to_device(st[2], device)
+
+    def __call__(self, arrays):
+        device = _CUDA0
+        for a in arrays:
+            if isinstance(a, cuda_array.CudaArray):
+                device = a._ng_device
+                break
+        if self._fns is None:
+            self._load(device)
+        launch = cuda_device.launch(device.index or 0)
+        env = dict(self._consts)
+        for v, a in zip(self.graph.inputs, arrays):
+            env[v] = a if isinstance(a, cuda_array.CudaArray) else \
+                cuda_array.to_device(np.asarray(a, v.dtype), device)
+        fns = self._fns
+        empty = cuda_array.empty
+        for st in self.cuda_steps:
+            kind = st[0]
+            if kind == "loop":
+                _, name, ins, outs, finals, n, reduces = st
+                for v in outs:
+                    env[v] = empty(v.shape, v.dtype, device)
+                blocks = _blocks(n, launch)
+                parts = [empty((blocks,), r.dtype, device) for _, r in finals]
+                fns[name][blocks, launch.threads](*[env[v].buf for v in ins],
+                                                  *[env[v].buf for v in outs],
+                                                  *[p.buf for p in parts])
+                for (fname, r), p in zip(finals, parts):
+                    out = env[r.out] = empty(r.out.shape, r.out.dtype, device)
+                    fns[fname][1, launch.threads](p.buf, blocks, out.buf)
+                for (rname, m), r, src in reduces:
+                    out = env[r.out] = empty(r.out.shape, r.out.dtype, device)
+                    fns[rname][max(1, min(m, launch.max_blocks)), launch.threads](
+                        env[src].buf, out.buf)
+            elif kind == "tiled_mm":
+                _, name, (batch, m, n), e, (va, vb) = st
+                out = env[e.out] = empty(e.out.shape, e.out.dtype, device)
+                grid = (math.ceil(n / TILE), math.ceil(m / TILE), batch)
+                fns[name][grid, (TILE, TILE)](env[va].buf, env[vb].buf, out.buf)
+            elif kind == "index_map":
+                _, name, idx, e = st
+                out = env[e.out] = empty(e.out.shape, e.out.dtype, device)
+                fns[name][_blocks(idx.size, launch), launch.threads](
+                    env[e.inputs[0]].buf, self._maps[name].buf, out.buf)
+            elif kind == "alias":
+                a = st[1]
+                if a.fill is not None and a.src not in env:
+                    env[a.src] = cuda_array.to_device(
+                        np.full(a.src.shape, a.fill.value, a.fill.dtype), device)
+                src = env[a.src]
+                env[a.out] = cuda_array.CudaArray(src.buf, a.out.shape, a.out.dtype, device,
+                                                  src.owner)
+            else:
+                e = st[1]
+                env[e.out] = host_step(e, [env[v] for v in e.inputs], device)
+        return [env[v] for v in self.graph.outputs]
+
+
+def host_step(e, ins, device):
+    """An equation the kernels do not cover: its NumPy impl on host copies of its inputs
+    (a hook gets the gradient as a CUDA tensor and may return one)."""
+    if "calls_user" in e.prim.effects:  # a hook
+        from numgrad.grad_mode import no_grad
+        from numgrad.tensor import Tensor
+        g_arr = ins[0]
+        fn = e.params["fn"]
+        with no_grad():
+            g = Tensor._make(g_arr)
+            r = fn(g)
+        if r is None:
+            return g_arr
+        if not isinstance(r, Tensor):
+            raise TypeError(f"hook returned {type(r).__name__}; a hook must return a Tensor "
+                            "or None")
+        if r.shape != g.shape:
+            raise RuntimeError(f"hook '{getattr(fn, '__name__', repr(fn))}' has changed the size "
+                               f"of value: expected {g.shape}, got {r.shape}")
+        if r.device != g.device:
+            raise RuntimeError(f"hook '{getattr(fn, '__name__', repr(fn))}' returned a tensor on "
+                               f"{r.device}; the gradient is on {g.device}")
+        out = r._data
+        return out if out.dtype == g_arr.dtype else out.astype(g_arr.dtype)
+    if "stop_gradient" in e.prim.effects:  # detach: the identity at run time
+        return ins[0]
+    host = [a._ng_host() if isinstance(a, cuda_array.CudaArray) else a for a in ins]
+    out = e.prim.impl(*host, **e.params)
+    return cuda_array.to_device(np.asarray(out, e.out.dtype), device)

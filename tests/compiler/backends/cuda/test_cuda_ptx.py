@@ -1,0 +1,62 @@
+"""Every kernel the CUDA test matrix renders compiles for a real GPU: ``compile_ptx`` for
+compute capability 9.0 and the wheel's ``ptxas -arch=sm_90`` (no GPU needed), with
+registers and spills reported per kernel (kernels that differ only in integer literals,
+extents and strides, type and compile alike: one of each is compiled); W2's and W4's kernels (also rendered at the benchmark's sizes, W4 with its 100 steps)
+must not spill.
+
+The simulator, which runs the matrix, replaces ``numba.cuda`` in this process, so the
+compilation runs in a subprocess with ``NUMBA_ENABLE_CUDASIM=0``.
+``NUMGRAD_PTX_ALL=1 python -m pytest tests/compiler/backends/cuda`` compiles every kernel
+the session rendered instead (the op table's too: a few minutes).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import numgrad as ng
+from numgrad import config
+from cuda_cases import KERNELS, render_only, rendered_log, require_simulator, run_all, w4_full
+from cuda_cases import _w2 as w2
+
+
+def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
+    require_simulator()
+    pytest.importorskip("nvidia.cuda_nvcc", reason="numba-cuda[cu12] brings ptxas")
+    run_all()  # (each case runs once per process: free after test_cuda_matrix)
+    kernels = list(KERNELS.values())
+    if config.get("NUMGRAD_PTX_ALL"):  # every kernel this session rendered
+        kernels = list(rendered_log().values())
+    # W2 and W4 as benchmarked (1e7 and 1e3 float64, W4's 100 steps): rendered, not run.
+    big = ng.empty(10_000_000, dtype=ng.float64, device="cuda", requires_grad=True)
+    kernels += render_only(w2, big, big)
+    kernels += render_only(w4_full, ng.empty(1000, dtype=ng.float64, device="cuda",
+                                             requires_grad=True))
+    from numgrad.compiler.backends.cuda.ptx import distinct
+    n_all = len(kernels)
+    kernels = distinct(kernels)  # kernels differing only in integer literals: one of each
+    names = {k[0] for k in kernels}
+    assert any(n.startswith("_w2_fwd") for n in names)
+    assert any(n.startswith("_w4_bwd") for n in names)
+    path = tmp_path / "kernels.json"
+    path.write_text(json.dumps(kernels))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    proc = subprocess.run([sys.executable, "-m", "numgrad.compiler.backends.cuda.ptx",
+                           str(path)], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    lines = [f"{r['name']:<44} regs {r.get('registers')!s:>4}  spills "
+             f"{r.get('spill_stores', '?')}/{r.get('spill_loads', '?')}  smem {r.get('shared')}"
+             for r in report]
+    print(f"\n{n_all} kernels, {len(report)} distinct up to integer literals, sm_90:\n"
+          + "\n".join(lines))
+    record_property("ptx_report", "\n".join(lines))
+    failed = [(r["name"], r.get("error")) for r in report if not r["ok"]]
+    assert not failed, failed
+    spilled = [r["name"] for r in report if r["name"].startswith(("_w2_", "_w4_", "w4_full_"))
+               and (r["spill_stores"] or r["spill_loads"])]
+    assert not spilled, spilled
