@@ -309,7 +309,7 @@ def randperm(n: int, *, generator: np.random.Generator | None = None, dtype=None
     """
     n = int(n)
     if n < 0:
-        raise RuntimeError(f"n must be non-negative, got{n}")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     rng = generator if generator is not None else _rng
     return _finish(rng.permutation(n).astype(d.np), requires_grad, device)

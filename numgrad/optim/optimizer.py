@@ -12,13 +12,13 @@ import warnings
 from collections import defaultdict
 
 from numgrad import tracing_hook
-from numgrad.errors import TracingError
+from numgrad.errors import TracingError, user_location
 from numgrad.grad_mode import enable_grad, no_grad
 from numgrad.nn.module import _zero_grad
 from numgrad.tensor import Tensor
 
 _UNDER_JIT = (
-    "optimizer.{what}() cannot run inside a function traced by @ng.jit: it updates "
+    "optimizer.{what}() {where} cannot run inside a function traced by @ng.jit: it updates "
     "parameters and optimizer state in place, outside the traced graph. Call "
     "optimizer.zero_grad() and optimizer.step() outside the jitted function; jit the loss "
     "(or ng.value_and_grad of it) and step eagerly:\n"
@@ -37,7 +37,7 @@ required = _Required()
 
 def _refuse_under_trace(what):
     if tracing_hook.capture is not None:
-        raise TracingError(_UNDER_JIT.format(what=what))
+        raise TracingError(_UNDER_JIT.format(what=what, where=user_location()))
 
 
 class Optimizer:
