@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Iterable, Iterator
 
-from numgrad.nn.module import Module
+from numgrad.nn.module import Module, _addindent
 
 
 def _index(n, idx):
@@ -80,6 +80,21 @@ class ModuleList(Module):
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
+
+    def __repr__(self):
+        # As PyTorch: a run of identical children prints once, as "(0-1): 2 x Block(...)".
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs = []  # [first index, last index, repr]
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2)
+                 for a, b, r in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def append(self, module: Module) -> ModuleList:
         """Add ``module`` at the end (``ModuleList.append``)."""

@@ -138,9 +138,9 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        """``normalized_shape, eps=..., elementwise_affine=...``."""
+        """``normalized_shape, eps=..., elementwise_affine=..., bias=...``."""
         return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
 class Dropout(Module):
