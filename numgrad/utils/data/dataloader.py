@@ -10,14 +10,14 @@ import math
 
 import numpy as np
 
-from numgrad import creation, ops
+from numgrad import creation, dtypes, ops
 from numgrad.tensor import Tensor
 from numgrad.utils.data.dataset import TensorDataset
 
 
 def default_collate(batch: list):
     """Stack a list of samples into a batch, recursively through tuples, lists and dicts;
-    numbers become a 1-D tensor (``torch.utils.data.default_collate``).
+    numbers become a 1-D tensor, Python floats float64 (``torch.utils.data.default_collate``).
 
     Raises TypeError for a sample type it cannot batch."""
     first = batch[0]
@@ -25,7 +25,9 @@ def default_collate(batch: list):
         return ops.stack(list(batch))
     if isinstance(first, np.ndarray):
         return ops.stack([creation.from_numpy(np.ascontiguousarray(a)) for a in batch])
-    if isinstance(first, (bool, int, float, np.number)):
+    if isinstance(first, float):
+        return creation.tensor(list(batch), dtype=dtypes.float64)  # as torch: Python floats
+    if isinstance(first, (bool, int, np.number)):
         return creation.tensor(list(batch))
     if isinstance(first, dict):
         return {k: default_collate([s[k] for s in batch]) for k in first}
