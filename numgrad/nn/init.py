@@ -102,7 +102,8 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu") -> Tensor:
-    """He uniform: U(-b, b) with ``b = gain * sqrt(3 / fan)`` (``torch.nn.init.kaiming_uniform_``).
+    """He uniform: U(-b, b) with ``b = gain * sqrt(3 / fan)``
+    (``torch.nn.init.kaiming_uniform_``).
     ``nn.Linear`` uses ``a=sqrt(5)``, which makes ``b = 1 / sqrt(fan_in)``."""
     if 0 in tensor.shape:
         return tensor
@@ -113,7 +114,8 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
 
 def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu") -> Tensor:
-    """He normal: N(0, std**2) with ``std = gain / sqrt(fan)`` (``torch.nn.init.kaiming_normal_``)."""
+    """He normal: N(0, std**2) with ``std = gain / sqrt(fan)``
+    (``torch.nn.init.kaiming_normal_``)."""
     if 0 in tensor.shape:
         return tensor
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)))

@@ -137,8 +137,8 @@ def test_load_state_dict_group_errors_match_torch():
     opt, topt = ng.optim.SGD(_params(ng), lr=0.1), torch.optim.SGD(_params(torch), lr=0.1)
     for sd in ({"state": {}, "param_groups": []},
                {"state": {}, "param_groups": [{"params": [0], "lr": 0.1}]}):
-        assert len(set(_messages(lambda: opt.load_state_dict(sd),
-                                 lambda: topt.load_state_dict(sd)))) == 1
+        assert len(set(_messages(lambda sd=sd: opt.load_state_dict(sd),
+                                 lambda sd=sd: topt.load_state_dict(sd)))) == 1
 
 
 def test_load_state_dict_copies_and_casts():
