@@ -83,7 +83,7 @@ class Module:
         return out
 
     # ------------------------------------------------------------ registration
-    def _check_name(self, name, kind):
+    def _check_name(self, name, kind, table):
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
         if not isinstance(name, str):
@@ -92,14 +92,14 @@ class Module:
             raise KeyError(f'{kind} name can\'t contain "."')
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in table:
+            raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add ``param`` (or a None placeholder) under ``name`` (``Module.register_parameter``).
 
         Raises TypeError for a tensor that is not a Parameter, KeyError for a bad name."""
-        self._check_name(name, "parameter")
-        if hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_name(name, "parameter", self.__dict__.get("_parameters", ()))
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{_type_name(param)}' object to parameter '{name}' "
                             "(numgrad.nn.Parameter or None required)")
@@ -113,9 +113,7 @@ class Module:
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Add a tensor that is state but not a parameter (running statistics, masks); it is
         in ``state_dict`` unless ``persistent=False`` (``Module.register_buffer``)."""
-        self._check_name(name, "buffer")
-        if hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_name(name, "buffer", self.__dict__.get("_buffers", ()))
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
                             "(numgrad Tensor or None required)")
@@ -129,9 +127,7 @@ class Module:
         """Add a child module under ``name`` (``Module.add_module``)."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._check_name(name, "module")
-        if hasattr(self, name) and name not in self._modules:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_name(name, "module", self.__dict__.get("_modules", ()))
         self._modules[name] = module
 
     register_module = add_module
