@@ -15,7 +15,7 @@ from numgrad.optim import kernels
 pytestmark = pytest.mark.skipif(not cuda_is_available(), reason="no CUDA device or simulator")
 
 
-def _run(device, make_opt, steps=3):
+def _run(device, make_opt, steps=2):
     ng.manual_seed(0)
     m = nn.Linear(3, 2).double()
     x = ng.linspace(-1, 1, 12, dtype=ng.float64).reshape(4, 3)
