@@ -55,8 +55,10 @@ def _fan(tensor, mode):
 
 def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     src = creation.from_numpy(np.ascontiguousarray(values, dtype=tensor.dtype.np))
+    # Into the tensor itself, as torch.nn.init does: no_grad lets a leaf that requires grad
+    # be written, and its own version counter is bumped.
     with no_grad():
-        tensor.detach().copy_(src if tensor.device.type == "cpu" else src.to(tensor.device))
+        tensor.copy_(src if tensor.device.type == "cpu" else src.to(tensor.device))
     return tensor
 
 

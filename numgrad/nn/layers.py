@@ -91,7 +91,7 @@ class Embedding(Module):
         if self.padding_idx is not None:
             from numgrad.grad_mode import no_grad
             with no_grad():
-                self.weight.detach()[self.padding_idx] = 0.0
+                self.weight[self.padding_idx] = 0.0
 
     def forward(self, input):
         """The rows of ``weight`` at the indices ``input``."""

@@ -347,8 +347,8 @@ class Module:
                     value = src if kind == "_buffers" or isinstance(src, Parameter) else \
                         Parameter(src, t.requires_grad)
                     getattr(mod, kind)[name] = value
-                else:
-                    t.detach().copy_(src)
+                else:  # into the tensor itself, on its device
+                    t.copy_(src if src.device == t.device else src.to(t.device))
         return _IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------- modes
@@ -399,6 +399,7 @@ class Module:
         from numgrad import dtypes
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)  # transfers are synchronous here
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
         for a in args:

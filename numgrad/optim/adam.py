@@ -12,9 +12,10 @@ Room: optim. PyTorch's rule, per parameter, at step ``t``::
 from __future__ import annotations
 
 from numgrad import dtypes
-from numgrad.creation import zeros
+from numgrad.creation import tensor, zeros
 from numgrad.optim.kernels import kernels_for, zeros_state
 from numgrad.optim.optimizer import Optimizer
+from numgrad.tensor import Tensor
 
 
 class Adam(Optimizer):
@@ -58,6 +59,8 @@ class Adam(Optimizer):
                     state["max_exp_avg_sq"] = zeros_state(p)
             k = kernels_for(p)
             step_t = state["step"]
+            if not isinstance(step_t, Tensor):  # a plain number, as older PyTorch saved it
+                step_t = state["step"] = tensor(float(step_t), dtype=dtypes.float32)
             step_t._data[...] = step_t._data + 1
             step_t._vc.value += 1
             step = float(step_t._data)

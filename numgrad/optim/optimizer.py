@@ -153,7 +153,7 @@ class Optimizer:
         parameter's dtype and device) (``Optimizer.load_state_dict``).
 
         Raises ValueError when the groups do not match this optimizer's in number or size."""
-        state_dict = copy.deepcopy(state_dict)
+        state_dict = _copy_tree(state_dict)
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -184,6 +184,20 @@ class Optimizer:
             raise RuntimeError(f"the gradient of a parameter ({g.dtype} on {g.device}) does not "
                                f"match the parameter ({p.dtype} on {p.device})")
         return -g if group.get("maximize") else g
+
+
+def _copy_tree(obj):
+    """A deep copy of a state dict whose tensors are cloned on their own devices
+    (``copy.deepcopy`` would take CUDA tensors through NumPy)."""
+    if isinstance(obj, Tensor):
+        from numgrad.ops import clone
+        with no_grad():
+            return clone(obj.detach())
+    if isinstance(obj, dict):
+        return type(obj)((k, _copy_tree(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(_copy_tree(v) for v in obj)
+    return copy.deepcopy(obj)
 
 
 def _cast_like(v, p):

@@ -229,3 +229,19 @@ def test_step_inside_jit_raises_tracing_error_and_changes_nothing():
     with pytest.raises(ng.TracingError, match=r"optimizer\.zero_grad\(\)"):
         bad_zero(x)
     assert m.weight.grad is not None
+
+
+def test_adam_resumes_from_a_plain_number_step():
+    # older PyTorch checkpoints hold 'step' as a number: the same update as a tensor step
+    def after(step_value):
+        p = nn.Parameter(ng.ones(2, dtype=ng.float64))
+        opt = ng.optim.Adam([p], lr=0.1)
+        opt.load_state_dict({"state": {0: {"step": step_value,
+                                           "exp_avg": ng.full((2,), 0.5, dtype=ng.float64),
+                                           "exp_avg_sq": ng.full((2,), 0.25,
+                                                                 dtype=ng.float64)}},
+                             "param_groups": opt.state_dict()["param_groups"]})
+        p.grad = ng.ones(2, dtype=ng.float64)
+        opt.step()
+        return p.tolist(), float(opt.state[p]["step"])
+    assert after(3) == after(ng.tensor(3.0)) and after(3)[1] == 4.0

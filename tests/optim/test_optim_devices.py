@@ -53,3 +53,29 @@ def test_cuda_training_follows_the_cpu_path(make_opt):
     for k, v in state.items():
         if k != "step":
             assert v.device.type == "cuda", k
+
+
+def test_init_load_state_dict_and_padding_on_cuda():
+    cpu = nn.Linear(3, 2)
+    m = nn.Linear(3, 2).to("cuda")
+    m.load_state_dict(cpu.state_dict())  # CPU tensors into CUDA parameters
+    assert m.weight.device.type == "cuda"
+    np.testing.assert_array_equal(m.weight.detach().cpu().numpy(),
+                                  cpu.weight.detach().numpy())
+    nn.init.zeros_(m.bias)
+    assert not m.bias.detach().cpu().numpy().any() and m.bias.requires_grad
+    emb = nn.Embedding(5, 3, padding_idx=2, device="cuda")
+    w = emb.weight.detach().cpu().numpy()
+    assert emb.weight.device.type == "cuda" and not w[2].any() and w[[0, 1, 3, 4]].all()
+
+
+def test_optimizer_state_dict_round_trip_on_cuda():
+    p = nn.Parameter(ng.ones(3, dtype=ng.float64).to("cuda"))
+    opt = ng.optim.Adam([p], lr=0.1)
+    p.grad = ng.ones(3, dtype=ng.float64).to("cuda")
+    opt.step()
+    again = ng.optim.Adam([p], lr=0.1)
+    again.load_state_dict(opt.state_dict())
+    mine, theirs = again.state[p]["exp_avg"], opt.state[p]["exp_avg"]
+    assert mine is not theirs and mine.device.type == "cuda"
+    np.testing.assert_array_equal(mine.cpu().numpy(), theirs.cpu().numpy())
