@@ -12,7 +12,7 @@ from numgrad.grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_e
 from numgrad.tensor import Tensor, device
 from numgrad.creation import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, rand,
                               randn, randint, arange, linspace, zeros_like, ones_like, empty_like,
-                              full_like, rand_like, randn_like, manual_seed, eye)
+                              full_like, rand_like, randn_like, manual_seed, eye, randperm)
 from numgrad.printing import set_printoptions
 from numgrad.ops import (neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, clone,
                          add, sub, mul, div, pow, maximum, minimum, where, clamp, clip, eq, ne,
@@ -24,7 +24,7 @@ from numgrad.ops import (neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid
                          cumsum, flip, roll, index_select, gather, scatter_add, masked_fill, narrow,
                          split, chunk, unbind, tile, tril, triu, isclose, allclose)
 from numgrad.ops import all, any, equal, bmm, einsum, sort, argsort, topk  # noqa: A004
-from numgrad import autograd, nn, viz
+from numgrad import autograd, nn, optim, utils, viz
 from numgrad.nn.functional import softmax, log_softmax, logsumexp
 from numgrad.errors import TracingError
 from numgrad.dlpack import from_dlpack

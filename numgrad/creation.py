@@ -295,3 +295,21 @@ def rand_like(x, dtype=None, requires_grad=False) -> Tensor:
 def randn_like(x, dtype=None, requires_grad=False) -> Tensor:
     """Standard normal samples shaped like ``x`` (``torch.randn_like``)."""
     return randn(x.shape, dtype=_like(x, dtype), requires_grad=requires_grad)
+
+
+def randperm(n: int, *, generator: np.random.Generator | None = None, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of ``0 .. n-1`` from numgrad's generator (or ``generator``)
+    (``torch.randperm``); int64 unless ``dtype`` says otherwise.
+
+    >>> sorted(ng.randperm(4).tolist())
+    [0, 1, 2, 3]
+
+    Raises RuntimeError for a negative ``n``.
+    """
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    rng = generator if generator is not None else _rng
+    return _finish(rng.permutation(n).astype(d.np), requires_grad, device)

@@ -1,2 +1,11 @@
-"""nn: the functional layer library (``ng.nn.functional``)."""
-from numgrad.nn import functional  # noqa: F401
+"""nn: modules, parameters, initialisations and the functional library (``torch.nn``).
+
+Room: nn. Builds on tensor, ops and grad_mode; never imports the compiler.
+"""
+from numgrad.nn import functional, init, utils  # noqa: F401
+from numgrad.nn.parameter import Parameter  # noqa: F401
+from numgrad.nn.module import Module  # noqa: F401
+from numgrad.nn.containers import Sequential, ModuleList, ModuleDict  # noqa: F401
+from numgrad.nn.layers import Identity, Linear, Embedding, LayerNorm, Dropout  # noqa: F401
+from numgrad.nn.activation import ReLU, Tanh, Sigmoid, GELU, Softmax, LogSoftmax  # noqa: F401
+from numgrad.nn.loss import MSELoss, CrossEntropyLoss  # noqa: F401

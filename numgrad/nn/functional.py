@@ -118,8 +118,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
     _check_targets(target, c, ignore_index)
     # A one-hot mask instead of gathering by index keeps this traceable under @ng.jit
     # (no data-dependent indexing) and its gradient is the same scatter.
-    from numgrad.creation import arange
-    hit = ops.reshape(arange(c), (1, c)) == ops.unsqueeze(target, 1)
+    hit = ops.reshape(_arange_on(c, input), (1, c)) == ops.unsqueeze(target, 1)
     picked = ops.sum(ops.where(hit, input, 0), 1)
     valid = (target != ignore_index).to(input.dtype)
     if weight is not None:
@@ -128,6 +127,13 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
     if reduction == "mean":
         return ops.sum(loss) / ops.sum(valid)
     return _reduce(loss, reduction)
+
+
+def _arange_on(n, like):
+    """``arange(n)`` on ``like``'s device (a CPU constant cannot meet a CUDA tensor)."""
+    from numgrad.creation import arange
+    dev = like.device
+    return arange(n) if dev.type == "cpu" else arange(n, device=dev)
 
 
 def _check_targets(target, c, ignore_index):
@@ -267,3 +273,80 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         from numgrad.ops.inplace import apply_inplace
         return apply_inplace(input, out_fn)
     return out_fn(input)
+
+
+# ------------------------------------------------- layers' functional forms
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """Class indices as int64 one-hot rows along a new last dim
+    (``torch.nn.functional.one_hot``); ``num_classes=-1`` means ``max + 1``.
+
+    >>> ng.nn.functional.one_hot(ng.tensor([0, 2]), 3)
+    tensor([[1, 0, 0],
+            [0, 0, 1]])
+
+    Raises RuntimeError for a non-int64 input or a class outside ``[0, num_classes)``.
+    """
+    if not isinstance(tensor, Tensor) or tensor.dtype.name != "int64":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    data = tensor._data
+    concrete = type(data).__module__ == "numpy"
+    if num_classes == -1:
+        if not concrete:
+            raise RuntimeError("one_hot: pass num_classes under @ng.jit or on a CUDA tensor "
+                               "(the class count cannot be read from traced values)")
+        num_classes = int(data.max()) + 1 if data.size else 0
+        if not data.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    if concrete and data.size:
+        if data.min() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if data.max() >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    hit = ops.unsqueeze(tensor, -1) == _arange_on(num_classes, tensor)
+    return hit.to(tensor.dtype)
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the last ``len(normalized_shape)`` dims to zero mean and unit (biased)
+    variance, then scale by ``weight`` and shift by ``bias`` (``torch.nn.functional.layer_norm``).
+
+    Raises RuntimeError when the trailing dims of ``input`` are not ``normalized_shape``.
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if tuple(input.shape[input.ndim - k:]) != shape or input.ndim < k:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in shape)}], but got input of size"
+                           f"{list(input.shape)}")
+    dims = tuple(range(input.ndim - k, input.ndim))
+    centered = input - ops.mean(input, dims, keepdim=True)
+    var = ops.mean(centered * centered, dims, keepdim=True)
+    out = centered / ops.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Rows of ``weight`` picked by the int64 indices ``input``; the result has shape
+    ``input.shape + (embedding_dim,)`` (``torch.nn.functional.embedding``). Rows at
+    ``padding_idx`` get no gradient.
+
+    Raises RuntimeError for a non-int64 index, IndexError for an index out of range.
+    """
+    if not isinstance(input, Tensor) or input.dtype.name != "int64":
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long; but got "
+                           f"{getattr(input, 'dtype', type(input).__name__)} instead (while "
+                           "checking arguments for embedding)")
+    flat = ops.reshape(input, (-1,))
+    rows = ops.index_select(weight, 0, flat)
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += weight.shape[0]
+        pad = ops.unsqueeze(flat == padding_idx, 1)
+        rows = ops.where(pad, rows.detach(), rows)  # same values, no gradient there
+    return ops.reshape(rows, tuple(input.shape) + (weight.shape[1],))

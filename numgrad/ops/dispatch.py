@@ -168,11 +168,12 @@ def apply(prim, *args, **params):
 
 
 def _lift(prim, args):
+    # isinstance, not type(): an nn.Parameter (a Tensor subclass) must be lifted too.
     capture = tracing_hook.capture
     if prim.variadic and args and isinstance(args[0], (list, tuple)):
-        return (type(args[0])(capture(a) if type(a) is Tensor else a for a in args[0]),
+        return (type(args[0])(capture(a) if isinstance(a, Tensor) else a for a in args[0]),
                 ) + tuple(args[1:])
-    return tuple(capture(a) if type(a) is Tensor else a for a in args)
+    return tuple(capture(a) if isinstance(a, Tensor) else a for a in args)
 
 
 def _arity_error(prim, args):

@@ -1,0 +1,2 @@
+"""nn.utils: helpers for training loops (``torch.nn.utils``)."""
+from numgrad.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401

@@ -1,0 +1,8 @@
+"""optim: optimizers and learning-rate schedules (``torch.optim``).
+
+Room: optim. Builds on tensor, grad_mode and nn; never imports the compiler.
+"""
+from numgrad.optim.optimizer import Optimizer  # noqa: F401
+from numgrad.optim.sgd import SGD  # noqa: F401
+from numgrad.optim.adam import Adam, AdamW  # noqa: F401
+from numgrad.optim import lr_scheduler  # noqa: F401

@@ -1,0 +1,2 @@
+"""utils: data loading (``ng.utils.data``, as ``torch.utils.data``)."""
+from numgrad.utils import data  # noqa: F401
