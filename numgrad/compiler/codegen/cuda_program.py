@@ -2,12 +2,12 @@
 
 Room: compiler. ``codegen.cuda`` renders the source and the steps; a ``Program`` loads
 the kernels on first call (``numba.cuda.jit`` compiles each for the device at its first
-launch) and runs the steps in order with the inputs' ``CudaArray``s. Launch
-configuration comes from the device's properties (``cuda_device.launch``) and is fixed
-per device, so reductions combine in the same order on every run.
+launch) and runs the steps in order with the inputs' ``CudaArray``s, prepared once per
+device by ``backends.cuda.launch`` (a call only swaps pointers). Launch configuration
+comes from the device's properties (``cuda_device.launch``) and is fixed per device, so
+reductions combine in the same order on every run.
 """
 from __future__ import annotations
-
 
 import numpy as np
 
