@@ -28,6 +28,7 @@ class _Flags:
 
 
 _FLAGS = _Flags()
+_INTERPRETER = [None]
 
 
 class CudaArray:
@@ -72,8 +73,11 @@ class CudaArray:
 
     @property
     def _ng_interpreter(self):
-        from numgrad.compiler import cuda_eager
-        return cuda_eager.INTERPRETER
+        interp = _INTERPRETER[0]
+        if interp is None:  # (cuda_eager imports this module: bound on first use)
+            from numgrad.compiler import cuda_eager
+            interp = _INTERPRETER[0] = cuda_eager.INTERPRETER
+        return interp
 
     def _ng_host(self):
         """A NumPy copy of the data (the tensor's values for printing, ``item``, ``cpu()``)."""

@@ -127,7 +127,11 @@ class Pool:
 
     # -------------------------------------------------------------- blocks
     def alloc(self, nbytes) -> Block:
-        size = round_size(nbytes)
+        return self.take(round_size(nbytes))
+
+    def take(self, size) -> Block:
+        """A block of ``size`` bytes, a size ``round_size`` returned (a prepared plan
+        rounds its buffers' sizes once)."""
         stats = self.stats
         stats["allocs"] += 1
         lst = self.free.get(size)

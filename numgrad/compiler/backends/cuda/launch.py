@@ -136,10 +136,10 @@ class Prepared:
         def kernel(name, grid, block, args, layouts, outs):
             # ``outs``: [(slot, shape, dtype)] the launch writes, their blocks taken first
             k = Kernel(fns[name], grid, block, args, layouts)
-            specs = [(s, tuple(int(d) for d in shape), np.dtype(dt),
-                      max(1, int(np.prod(shape, dtype=np.int64))) * np.dtype(dt).itemsize)
-                     for s, shape, dt in outs]
-            fresh, alloc = cuda_array.fresh, pool.alloc
+            specs = [(s, tuple(int(d) for d in shape), np.dtype(dt), allocator.round_size(
+                max(1, int(np.prod(shape, dtype=np.int64))) * np.dtype(dt).itemsize))
+                for s, shape, dt in outs]
+            fresh, alloc = cuda_array.fresh, pool.take
 
             def run(env):
                 for s, shape, dt, nbytes in specs:
