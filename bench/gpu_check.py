@@ -10,12 +10,28 @@
 
 ``python bench/gpu_check.py`` from the repository root. Without a GPU (or under Numba's
 simulator) it says so and exits 0 without running anything.
+
+``--peers`` times W1, W2 (1e6-1e8 float64, 1e7 float32), W3 and W4 on the device for
+numgrad (``jit(value_and_grad)``, jit call + ``.backward()``, eager) beside torch eager,
+``torch.compile`` and JAX ``jit(value_and_grad)`` where they are installed, each system
+and workload in its own process (``bench/gpu_peers.py``) under its own timeout, the
+whole run kept under ``--deadline`` seconds (default 290), plus the device-to-device copy
+bandwidth (the floor). It writes ``bench/results/gpu/<device>.md`` and ``.json``
+(``bench/gpu_report.py``) with the git revision. Where NumPy has no ``row_stack``
+(NumPy 2.5) but numba-cuda 0.30 needs it, the children get a ``sitecustomize`` shim
+made for them alone (labelled in the results). ``--peers --dry-run`` runs the same
+plumbing without a GPU: numgrad under Numba's simulator, torch and JAX on the CPU, tiny
+shapes, results under ``--out`` (default: a temporary folder).
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -123,7 +139,118 @@ def w3():
     return out, nbytes
 
 
-def main():
+# A sitecustomize for the children only: labelled, and only made when NumPy lacks the name.
+SHIM = """\
+# Made by numgrad's bench/gpu_check.py for its own child processes, not installed anywhere:
+# NumPy 2.5 removed numpy.row_stack, and numba-cuda 0.30 registers an overload for it, so
+# its first kernel compile fails. Aliasing the name to numpy.vstack lets the benchmark run.
+import os
+import numpy
+if not hasattr(numpy, "row_stack"):
+    numpy.row_stack = numpy.vstack
+os.environ["NUMGRAD_GPU_CHECK_SHIM"] = "1"
+"""
+# (system, workload, timeout s): the copy floors first, numgrad first (it names the device),
+# torch last per workload: its compiles are the slowest part.
+PLAN = [("numgrad", "copy", 30), ("torch", "copy", 30)] + [
+    (system, w, {"W2": 90, "W4": 60}.get(w, 45))
+    for w in ("W1", "W2", "W3", "W4") for system in ("numgrad", "jax", "torch")]
+
+
+def _installed(system):
+    import importlib.util
+    return importlib.util.find_spec({"numgrad": "numba", "torch": "torch",
+                                     "jax": "jax"}[system]) is not None
+
+
+def child_env(dry_run, shim_dir):
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1")
+    # The shim's folder first (its sitecustomize is the one imported), then the checkout.
+    path = ([shim_dir] if shim_dir else []) + [ROOT]
+    env["PYTHONPATH"] = os.pathsep.join(path + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    if dry_run:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+        env["JAX_PLATFORMS"] = "cpu"
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    else:
+        env.pop("NUMBA_ENABLE_CUDASIM", None)
+    return env
+
+
+def peers(dry_run=False, out_dir=None, deadline=290.0, plan=None, log=print):
+    """Run every (system, workload) child, write the report; returns (md, json) paths."""
+    import numpy as np
+
+    sys.path.insert(0, ROOT)
+    from bench import gpu_report
+    t0 = time.perf_counter()
+    work = tempfile.mkdtemp(prefix="numgrad-gpu-check-")
+    shim = not hasattr(np, "row_stack")
+    shim_dir = None
+    if shim:
+        shim_dir = os.path.join(work, "shim")
+        os.makedirs(shim_dir)
+        with open(os.path.join(shim_dir, "sitecustomize.py"), "w") as f:
+            f.write(SHIM)
+        log("NumPy has no row_stack: the children run with a sitecustomize shim (see results)")
+    env = child_env(dry_run, shim_dir)
+    children = []
+    for system, workload, limit in plan or PLAN:
+        if not _installed(system):
+            log(f"  {system} {workload}: not installed, skipped")
+            continue
+        left = deadline - (time.perf_counter() - t0)
+        if left < 5:
+            children.append({"system": system, "workload": workload,
+                             "errors": ["not run: the whole run's deadline was reached"]})
+            continue
+        path = os.path.join(work, f"{system}-{workload}.json")
+        cmd = [sys.executable, os.path.join(HERE, "gpu_peers.py"), "--system", system,
+               "--workload", workload, "--json", path] + (["--dry-run"] if dry_run else [])
+        ts = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                                  timeout=min(limit, left))
+            status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+            tail = proc.stderr.strip().splitlines()[-1:] if proc.returncode else []
+        except subprocess.TimeoutExpired:
+            status, tail = f"timed out after {min(limit, left):.0f} s", []
+        res = {"system": system, "workload": workload, "errors": []}
+        if os.path.exists(path):
+            with open(path) as f:
+                res = json.load(f)
+        if status != "ok":
+            res.setdefault("errors", []).append(f"{status} {' '.join(tail)[:300]}".strip())
+        children.append(res)
+        log(f"  {system} {workload}: {status} ({time.perf_counter() - ts:.1f} s)")
+    device = next((c["device"] for c in children if c.get("system") == "numgrad"
+                   and c.get("device")), None) or next(
+        (c["device"] for c in children if c.get("device")), "unknown device")
+    meta = gpu_report.meta(ROOT, device, dry_run, shim, time.perf_counter() - t0)
+    report = gpu_report.build(children, meta)
+    out_dir = out_dir or (work if dry_run else os.path.join(HERE, "results", "gpu"))
+    return gpu_report.write(report, out_dir)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="numgrad on a real GPU: correctness and timings")
+    ap.add_argument("--peers", action="store_true", help="time numgrad beside torch and JAX")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="with --peers: simulator/CPU and tiny shapes, to test the script")
+    ap.add_argument("--out", help="with --peers: the results folder")
+    ap.add_argument("--deadline", type=float, default=290.0,
+                    help="with --peers: seconds for the whole run")
+    args = ap.parse_args(argv)
+    if args.peers:
+        if not args.dry_run:
+            why = gpu_or_reason()
+            if why is not None:
+                print(f"gpu_check --peers: no GPU to time ({why}); --dry-run tests the script")
+                return 0
+        md, js = peers(args.dry_run, args.out, args.deadline)
+        print(open(md).read())
+        print(f"wrote {md} and {js}")
+        return 0
     why = gpu_or_reason()
     if why is not None:
         print(f"gpu_check: no GPU to check ({why}). Nothing was run. The CUDA backend is "

@@ -42,4 +42,7 @@ def __getattr__(name):
     if name in ("jit", "grad", "value_and_grad", "CompiledFunction"):
         from numgrad import compiler
         return getattr(compiler, name)
+    if name == "cuda":
+        from numgrad.devices import cuda
+        return cuda
     raise AttributeError(f"module 'numgrad' has no attribute {name!r}")

@@ -60,6 +60,8 @@ FLAGS = {f.name: f for f in (
          doc="drop numgrad's own frames from the tracebacks of errors in user code"),
     Flag(name="NUMGRAD_DEBUG_PASSES", type=bool, default=False,
          doc="print the graph after each compiler pass"),
+    Flag(name="NUMGRAD_CUDA_CACHE_MAX_BYTES", type=float, default=None,
+         doc="cap on idle bytes the CUDA allocator keeps cached (default: no cap)"),
     Flag(name="NUMGRAD_PTX_ALL", type=bool, default=False,
          doc="tests: compile every CUDA kernel the session rendered to PTX, not a sample"),
 )}

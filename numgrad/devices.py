@@ -7,6 +7,8 @@ Without a GPU (and without Numba's simulator) asking for ``cuda`` raises one cle
 """
 from __future__ import annotations
 
+import types
+
 
 def cuda_is_available() -> bool:
     """Whether a CUDA device (or Numba's CUDA simulator) can hold tensors."""
@@ -62,3 +64,36 @@ def wrap_cuda_interface(obj):
     from numgrad.compiler.backends.cuda import array as cuda_array
     from numgrad.tensor import Tensor
     return Tensor._make(cuda_array.from_interface(obj))
+
+
+def memory_stats(device=None) -> dict:
+    """The CUDA caching allocator's counters (``device_mallocs``, ``cached_bytes``,
+    ``allocated_bytes``, ``peak_allocated_bytes``, ``cache_hits``, ``frees``...; sizes
+    are rounded block sizes) for ``device``, or summed over every device used."""
+    from numgrad.compiler.backends.cuda import allocator
+    return allocator.memory_stats(device)
+
+
+def empty_cache() -> None:
+    """Give the CUDA memory numgrad holds idle in its cache back to the driver (as
+    ``torch.cuda.empty_cache``); memory in use by tensors is untouched."""
+    from numgrad.compiler.backends.cuda import allocator
+    allocator.empty_cache()
+
+
+def synchronize() -> None:
+    """Wait until every kernel and copy queued on the CUDA device has finished (kernels
+    are asynchronous: time them with this, as ``torch.cuda.synchronize``)."""
+    from numgrad.compiler.backends.cuda import device as cuda_device
+    if not cuda_device.simulated():
+        from numba import cuda as _nc
+        _nc.synchronize()
+
+
+# ``ng.cuda``: the CUDA device's module-level functions, as ``torch.cuda``'s.
+cuda = types.ModuleType("numgrad.cuda", "The CUDA device: is_available, memory_stats, "
+                        "empty_cache, synchronize.")
+cuda.is_available = cuda_is_available
+cuda.memory_stats = memory_stats
+cuda.empty_cache = empty_cache
+cuda.synchronize = synchronize

@@ -252,7 +252,8 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     _tensor_arg(index, "scatter_add", "index")
     _tensor_arg(src, "scatter_add", "src")
     d = _dim(dim, builtins.max(input.ndim, 1))
-    key = normalize_index(_gather_index(input.ndim, d, index))
+    # The scatter runs as a host step on any device: a device index is read there too.
+    key = normalize_index(_gather_index(input.ndim, d, index.cpu()))
     from numgrad.ops.indexing import _check_bounds
     _check_bounds(input.shape, key)
     if src.shape != index.shape:
@@ -367,7 +368,7 @@ def _triangle(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
     r, c = input.shape[-2:]
     keep = np.tri(r, c, k=diagonal, dtype=bool) if lower else \
         ~np.tri(r, c, k=diagonal - 1, dtype=bool)
-    return E.where(_const(keep), input, 0)
+    return E.where(_const(keep).to(input.device), input, 0)
 
 
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:

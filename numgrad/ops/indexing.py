@@ -23,6 +23,11 @@ def normalize_index(index, shape=None):
             lifted = tracing_hook.standin(k)  # tracing: a captured index is read per call
             if lifted is not None:
                 k = lifted
+            if type(k._data) is not np.ndarray and k._data.dtype == np.bool_ and \
+                    hasattr(k._data, "_ng_device"):
+                # An eager device mask: its count decides the result's shape, so it is read
+                # on the host (as PyTorch synchronises for one) and indexes as a NumPy mask.
+                k = Tensor(k._data._ng_host())
             if type(k._data) is not np.ndarray:
                 if k._data.dtype.kind not in "iu":
                     from numgrad.errors import TracingError, user_location

@@ -141,7 +141,7 @@ def _picked_vjp(arg_p):
         from numgrad.creation import arange
         from numgrad.ops.layout import reshape
         idx = arg_p(x.detach(), dim=dim, keepdim=True)
-        pos = reshape(arange(x_shape[dim]), tuple(-1 if i == dim else 1
+        pos = reshape(arange(x_shape[dim], device=x.device), tuple(-1 if i == dim else 1
                                                   for i in range(len(x_shape))))
         return where(pos == idx, _unreduce(g, x_shape, (dim,), keepdim), 0)
     return rule

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad.compiler.backends.cuda import device as cuda_device
+from numgrad.compiler.backends.cuda import allocator
 from numgrad.tensor import device as _device
 
 _KINDS = {"float32", "float64", "int64", "bool"}
@@ -27,20 +28,37 @@ class _Flags:
 
 
 _FLAGS = _Flags()
+_INTERPRETER = [None]
 
 
 class CudaArray:
-    __slots__ = ("buf", "shape", "dtype", "_ng_device", "owner", "__weakref__")
+    __slots__ = ("_buf", "block", "shape", "dtype", "_ng_device", "owner", "__weakref__")
 
     _ng_standin = None      # views: C-contiguous, as a fresh result (ops.views.standin)
     flags = _FLAGS
 
-    def __init__(self, buf, shape, dtype, device, owner=None):
-        self.buf = buf                  # 1-D device array of max(1, size) elements
+    def __init__(self, buf, shape, dtype, device, owner=None, block=None):
+        self._buf = buf                 # 1-D device array of max(1, size) elements
+        self.block = block              # the allocator's block holding the data, if ours
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
         self._ng_device = device
         self.owner = owner              # keeps an imported (zero-copy) exporter alive
+
+    @property
+    def buf(self):
+        # Made on first use: kernels launched by a prepared plan read only ``ptr``.
+        b = self._buf
+        if b is None:
+            b = self._buf = allocator.view(self.block, max(1, self.size), self.dtype)
+        return b
+
+    @property
+    def ptr(self):
+        """The device address of the data (the simulator's: a host address)."""
+        if self.block is not None:
+            return self.block.ptr
+        return self.__cuda_array_interface__["data"][0]
 
     @property
     def ndim(self):
@@ -55,8 +73,11 @@ class CudaArray:
 
     @property
     def _ng_interpreter(self):
-        from numgrad.compiler.backends.cuda import eager as cuda_eager
-        return cuda_eager.INTERPRETER
+        interp = _INTERPRETER[0]
+        if interp is None:  # (cuda_eager imports this module: bound on first use)
+            from numgrad.compiler.backends.cuda import eager as cuda_eager
+            interp = _INTERPRETER[0] = cuda_eager.INTERPRETER
+        return interp
 
     def _ng_host(self):
         """A NumPy copy of the data (the tensor's values for printing, ``item``, ``cpu()``)."""
@@ -101,12 +122,24 @@ def _index(dev):
 
 
 def empty(shape, dtype, device):
-    """An uninitialised device array."""
-    cuda_device.check(_index(device))
+    """An uninitialised device array, from the caching allocator."""
+    index = _index(device)
+    cuda_device.check(index)
+    dtype = np.dtype(dtype)
     n = 1
     for s in shape:
         n *= int(s)
-    return CudaArray(_cuda().device_array(max(n, 1), np.dtype(dtype)), shape, dtype, device)
+    return CudaArray(None, shape, dtype, device,
+                     block=allocator.pool(index).alloc(max(n, 1) * dtype.itemsize))
+
+
+def fresh(block, shape, dtype, device):
+    """A ``CudaArray`` on a block just allocated, ``shape`` a tuple of ints and ``dtype``
+    a NumPy dtype already (a prepared plan's outputs: no normalising per call)."""
+    a = CudaArray.__new__(CudaArray)
+    a._buf = a.owner = None
+    a.block, a.shape, a.dtype, a._ng_device = block, shape, dtype, device
+    return a
 
 
 def to_device(a, device):
@@ -119,13 +152,13 @@ def to_device(a, device):
         raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64 or bool, not "
                         f"{a.dtype}")
     flat = a.reshape(-1) if a.size else np.zeros(1, a.dtype)
-    cuda = _cuda()
+    out = empty(a.shape, a.dtype, _device("cuda", index))
     if cuda_device.simulated() or index == 0:
-        buf = cuda.to_device(flat)
+        out.buf.copy_to_device(flat)
     else:
-        with cuda.gpus[index]:
-            buf = cuda.to_device(flat)
-    return CudaArray(buf, a.shape, a.dtype, _device("cuda", index))
+        with _cuda().gpus[index]:
+            out.buf.copy_to_device(flat)
+    return out
 
 
 def from_interface(obj):

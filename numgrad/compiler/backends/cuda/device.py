@@ -94,5 +94,45 @@ def launch(index=0) -> Launch:
 
 def check(index=0):
     """Raise the clear error unless device ``cuda:index`` (or the simulator) is usable."""
+    if not _VERSIONS_OK and not simulated():
+        check_versions()
     launch(index or 0)
+
+
+_VERSIONS_OK = False
+
+
+def _versions():
+    """(NumPy version, numba-cuda version or None, whether NumPy has ``row_stack``)."""
+    import numpy as np
+    try:
+        from importlib.metadata import version
+        nc = version("numba-cuda")
+    except Exception:  # noqa: BLE001  (not installed, or installed without metadata)
+        nc = None
+    return np.__version__, nc, hasattr(np, "row_stack")
+
+
+def _release(v):
+    out = []
+    for part in v.split(".")[:2]:
+        digits = "".join(c for c in part if c.isdigit())
+        out.append(int(digits) if digits else 0)
+    return tuple(out)
+
+
+def check_versions():
+    """Raise one clear error for a NumPy/numba-cuda pair known not to compile kernels:
+    numba-cuda up to 0.30 registers an overload of ``np.row_stack``, which NumPy 2.5
+    removed, and fails inside its first kernel compile."""
+    global _VERSIONS_OK
+    numpy_v, nc_v, has_row_stack = _versions()
+    if nc_v is not None and not has_row_stack and _release(nc_v) < (0, 31):
+        raise RuntimeError(
+            f"numgrad's CUDA backend cannot run with NumPy {numpy_v} and numba-cuda {nc_v}: "
+            f"numba-cuda {nc_v} needs numpy.row_stack, which NumPy 2.5 removed, and fails "
+            "at its first kernel compile. Install a pair that works: "
+            "pip install 'numpy<2.5' (what `pip install numgrad[cuda]` selects), or a "
+            "numba-cuda release that supports your NumPy.")
+    _VERSIONS_OK = True
 

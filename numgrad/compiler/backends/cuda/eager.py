@@ -73,34 +73,38 @@ class CudaEager:
 
     def process(self, prim, datas, params):
         device = None
+        host_array = False
+        CudaArray = cuda_array.CudaArray
         for d in datas:
-            if isinstance(d, cuda_array.CudaArray):
+            t = type(d)
+            if t is CudaArray:
+                dev = d._ng_device
                 if device is None:
-                    device = d._ng_device
-                elif d._ng_device != device:
-                    raise mismatch(device, d._ng_device)
-            elif type(d) is not np.ndarray:  # a traced value: the tracer records the op
+                    device = dev
+                elif dev is not device and dev != device:
+                    raise mismatch(device, dev)
+            elif t is np.ndarray:
+                host_array = host_array or d.ndim != 0
+            else:  # a traced value: the tracer records the op
                 interp = getattr(d, "_ng_interpreter", None)
                 if interp is not None and interp is not self:
                     return interp.process(prim, datas, params)
-        for d in datas:
-            if type(d) is np.ndarray and d.ndim != 0:
-                raise mismatch(device, "cpu")
+        if host_array:
+            raise mismatch(device, "cpu")
         if prim is _to_device:
             return _move(datas[0], _device(params["device"]))
-        ins = [Var(i, d.shape, d.dtype) for i, d in enumerate(datas)]
-        shape, dtype = self._abstract(prim, ins, params)
-        out = Var(len(ins), shape, dtype)
-        eqn = Eqn(prim, ins, params, out)
         host = prim.role == "host" and not prim.cost.blas and not prim.view
-        pkey = _param_key(params)
+        pkey = _param_key(params) if params else ()
         # Not cached: host steps (nothing to compile), and params NumPy prints abridged
         # (large index arrays), whose repr would not tell them apart.
-        key = None if host or "..." in str(pkey) else (
+        key = None if host or (pkey and "..." in str(pkey)) else (
             prim.name, pkey, tuple((d.shape, d.dtype.str) for d in datas), device)
         prog = self.programs.get(key) if key is not None else None
-        if prog is None:
-            graph = Graph(ins, [eqn], [out], name=prim.name)
+        if prog is None:  # the equation's graph is built only to compile it
+            ins = [Var(i, d.shape, d.dtype) for i, d in enumerate(datas)]
+            shape, dtype = self._abstract(prim, ins, params)
+            out = Var(len(ins), shape, dtype)
+            graph = Graph(ins, [Eqn(prim, ins, params, out)], [out], name=prim.name)
             prog = _pipeline.compile_graph(graph, _backend, {"name": f"eager_{prim.name}",
                                                              "role": "op"})
             if key is not None:
@@ -108,8 +112,7 @@ class CudaEager:
                     self.programs.pop(next(iter(self.programs)))
                 self.programs[key] = prog
                 self.compiles += 1
-        arrays = [d if isinstance(d, cuda_array.CudaArray) else self._scalar(d, device)
-                  for d in datas]
+        arrays = [d if type(d) is CudaArray else self._scalar(d, device) for d in datas]
         return prog(arrays)[0]
 
     def _scalar(self, d, device):

@@ -2,27 +2,22 @@
 
 Room: compiler. ``backends.cuda.renderer`` renders the source and the steps; a ``Program`` loads
 the kernels on first call (``numba.cuda.jit`` compiles each for the device at its first
-launch) and runs the steps in order with the inputs' ``CudaArray``s. Launch
-configuration comes from the device's properties (``cuda_device.launch``) and is fixed
-per device, so reductions combine in the same order on every run.
+launch) and runs the steps in order with the inputs' ``CudaArray``s, prepared once per
+device by ``backends.cuda.launch`` (a call only swaps pointers). Launch configuration
+comes from the device's properties (``cuda_device.launch``) and is fixed per device, so
+reductions combine in the same order on every run.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from numgrad.compiler.backends.cuda import array as cuda_array
 from numgrad.compiler.backends.cuda import device as cuda_device
 from numgrad.compiler.backends.cuda.renderer import TILE
+from numgrad.compiler.backends.cuda import launch
 from numgrad.tensor import device as _device
 
 _CUDA0 = _device("cuda", 0)
-
-
-def _blocks(n, launch):
-    # Enough blocks to fill the device a few times over, never more than the work needs.
-    return max(1, min(math.ceil(n / launch.threads), launch.max_blocks))
 
 
 class Program:
@@ -37,6 +32,7 @@ class Program:
         self.disk_hit = False
         self._fns = None
         self._consts = None
+        self._prepared = {}     # device -> launch.Prepared
 
     def _load(self, device):
         from numgrad.compiler.backends.cuda import scalar  # noqa: F401  (its device functions)
@@ -56,55 +52,12 @@ class Program:
             if isinstance(a, cuda_array.CudaArray):
                 device = a._ng_device
                 break
-        if self._fns is None:
-            self._load(device)
-        launch = cuda_device.launch(device.index or 0)
-        env = dict(self._consts)
-        for v, a in zip(self.graph.inputs, arrays):
-            env[v] = a if isinstance(a, cuda_array.CudaArray) else \
-                cuda_array.to_device(np.asarray(a, v.dtype), device)
-        fns = self._fns
-        empty = cuda_array.empty
-        for st in self.cuda_steps:
-            kind = st[0]
-            if kind == "loop":
-                _, name, ins, outs, finals, n, reduces = st
-                for v in outs:
-                    env[v] = empty(v.shape, v.dtype, device)
-                blocks = _blocks(n, launch)
-                parts = [empty((blocks,), r.dtype, device) for _, r in finals]
-                fns[name][blocks, launch.threads](*[env[v].buf for v in ins],
-                                                  *[env[v].buf for v in outs],
-                                                  *[p.buf for p in parts])
-                for (fname, r), p in zip(finals, parts):
-                    out = env[r.out] = empty(r.out.shape, r.out.dtype, device)
-                    fns[fname][1, launch.threads](p.buf, blocks, out.buf)
-                for (rname, m), r, src in reduces:
-                    out = env[r.out] = empty(r.out.shape, r.out.dtype, device)
-                    fns[rname][max(1, min(m, launch.max_blocks)), launch.threads](
-                        env[src].buf, out.buf)
-            elif kind == "tiled_mm":
-                _, name, (batch, m, n), e, (va, vb) = st
-                out = env[e.out] = empty(e.out.shape, e.out.dtype, device)
-                grid = (math.ceil(n / TILE), math.ceil(m / TILE), batch)
-                fns[name][grid, (TILE, TILE)](env[va].buf, env[vb].buf, out.buf)
-            elif kind == "index_map":
-                _, name, idx, e = st
-                out = env[e.out] = empty(e.out.shape, e.out.dtype, device)
-                fns[name][_blocks(idx.size, launch), launch.threads](
-                    env[e.inputs[0]].buf, self._maps[name].buf, out.buf)
-            elif kind == "alias":
-                a = st[1]
-                if a.fill is not None and a.src not in env:
-                    env[a.src] = cuda_array.to_device(
-                        np.full(a.src.shape, a.fill.value, a.fill.dtype), device)
-                src = env[a.src]
-                env[a.out] = cuda_array.CudaArray(src.buf, a.out.shape, a.out.dtype, device,
-                                                  src.owner)
-            else:
-                e = st[1]
-                env[e.out] = host_step(e, [env[v] for v in e.inputs], device)
-        return [env[v] for v in self.graph.outputs]
+        prep = self._prepared.get(device)
+        if prep is None:
+            if self._fns is None:
+                self._load(device)
+            prep = self._prepared[device] = launch.Prepared(self, device, host_step, TILE)
+        return prep(arrays)
 
 
 def host_step(e, ins, device):

@@ -1,0 +1,120 @@
+"""The structural budgets of a CUDA plan's call, counted under Numba's simulator at the
+functions that reach the device: in steady state a call of W1 (``(x**2 + x**3).sum()``,
+``jit(value_and_grad)``) makes no raw device allocation, at most one launch per kernel
+of its schedule, no host<->device copy of inputs already on the device, and leaves its
+results (the scalar too) on the device. And the prepared launch path a real GPU takes
+(``cuda.core.launch`` with the parameters laid out once) passes the right pointers."""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+import numgrad as ng
+from cuda_cases import require_simulator
+from numgrad.compiler.backends.cuda import launch
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cuda():
+    require_simulator()
+
+
+def _w1(x):
+    return (x ** 2 + x ** 3).sum()
+
+
+X = np.linspace(-1.0, 1.5, 10)
+
+
+@contextlib.contextmanager
+def _counting(monkeypatch):
+    """Counts of kernel launches and of copies between host and device while active."""
+    from numba import cuda
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+    counts = {"launches": 0, "copies": 0, "device_mallocs": 0}
+
+    def counted(fn, key):
+        def wrapper(*a, **k):
+            counts[key] += 1
+            return fn(*a, **k)
+        return wrapper
+    monkeypatch.setattr(FakeCUDAKernel, "__call__", counted(FakeCUDAKernel.__call__, "launches"))
+    for name in ("copy_to_host", "copy_to_device"):
+        monkeypatch.setattr(FakeCUDAArray, name, counted(getattr(FakeCUDAArray, name), "copies"))
+    monkeypatch.setattr(cuda, "to_device", counted(cuda.to_device, "copies"))
+    monkeypatch.setattr(cuda, "device_array", counted(cuda.device_array, "device_mallocs"))
+    before = ng.cuda.memory_stats()["device_mallocs"]
+    yield counts
+    counts["device_mallocs"] += ng.cuda.memory_stats()["device_mallocs"] - before
+
+
+def _kernels(fn, x):
+    plan, _ = fn._plan((x,), {})
+    return sum(p.kernels for p in plan.programs)
+
+
+def test_w1_steady_state_call_meets_the_budgets(monkeypatch):
+    f = ng.jit(ng.value_and_grad(_w1))
+    x = ng.tensor(X, device="cuda")
+    for _ in range(2):    # a loop's steady state: the last call's results still alive
+        value, grad = f(x)
+    with _counting(monkeypatch) as counts:
+        value, grad = f(x)
+    assert counts["device_mallocs"] == 0
+    assert counts["copies"] == 0
+    assert 1 <= counts["launches"] <= _kernels(f, x)
+    assert type(value._data).__name__ == "CudaArray" and value.shape == ()
+    assert value.device.type == "cuda" and grad.device.type == "cuda"
+    np.testing.assert_allclose(value.item(), (X ** 2 + X ** 3).sum(), rtol=1e-12)
+    np.testing.assert_allclose(grad.cpu().numpy(), 2 * X + 3 * X ** 2, rtol=1e-12)
+
+
+def test_call_and_backward_steady_state_makes_no_raw_allocation(monkeypatch):
+    f = ng.jit(_w1)
+    x = ng.tensor(X, device="cuda", requires_grad=True)
+    for _ in range(2):
+        f(x).backward()
+    with _counting(monkeypatch) as counts:
+        f(x).backward()
+    assert counts["device_mallocs"] == 0
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 3 * (2 * X + 3 * X ** 2), rtol=1e-12)
+
+
+def test_prepared_launches_pass_each_buffers_pointer(monkeypatch):
+    """The direct launch path (what a real GPU runs after a kernel's first launch): the
+    parameter list is numba-cuda's layout for a 1-D C-contiguous array (meminfo, parent,
+    nitems, itemsize, data, shape, stride), with the data pointers of this call's
+    buffers; no launch goes through the dispatcher any more."""
+    launched = []
+    monkeypatch.setattr(launch, "_handle", lambda disp, grid, block: ("K", "CFG", "S"))
+    monkeypatch.setattr(launch, "_core_launch", lambda *a: launched.append(a))
+
+    def w1b(x):
+        return (x ** 2 + x ** 3).sum()
+    f = ng.jit(ng.value_and_grad(w1b))
+    x = ng.tensor(X, device="cuda")
+    v1, g1 = f(x)   # first call: through the dispatcher, which compiles (and runs) them
+    np.testing.assert_allclose(g1.cpu().numpy(), 2 * X + 3 * X ** 2, rtol=1e-12)
+    assert launched == []
+    with _counting(monkeypatch) as counts:
+        v2, g2 = f(x)
+    assert counts["launches"] == 0 and counts["copies"] == 0
+    assert 1 <= len(launched) <= _kernels(f, x)
+    ptrs = set()
+    for stream, config, kernel, *params in launched:
+        assert (stream, config, kernel) == ("S", "CFG", "K")
+        i = 0
+        while i < len(params):
+            if isinstance(params[i], int):
+                meminfo, parent, n, itemsize, ptr, shape, stride = params[i:i + 7]
+                assert (meminfo, parent) == (0, 0) and shape == n and stride == itemsize
+                assert itemsize in (1, 8) and ptr != 0
+                ptrs.add(ptr)
+                i += 7
+            else:
+                i += 1  # a scalar (ctypes) argument
+    assert x._data.ptr in ptrs and g2._data.ptr in ptrs and v2._data.ptr in ptrs
+    assert g2._data.ptr != g1._data.ptr  # g1 is alive: this call's result has its own block
