@@ -4,13 +4,15 @@
 Room: viz. Reads nodes by duck typing (``name()``, ``next_functions``, ``_saved``,
 ``_pre_hooks``, ``variable``), so it imports neither the engine nor the compiler.
 Leaves (``AccumulateGrad``) are drawn as ellipses named after the tensors passed
-in ``names``; tensors a node saved for its backward hang off it as small yellow
-nodes (red-bordered once freed or modified); hooks are marked and coloured.
+in ``names``; a node shows its constants (``exponent=3``); tensors a node saved for
+its backward hang off it as small yellow nodes (grey once freed, red once modified),
+named by ``names`` or by the op that made them; hooks are marked and coloured.
 """
 from __future__ import annotations
 
 import re
 
+from numgrad.viz.ir_picture import param_text
 from numgrad.viz.svg import Node, Picture
 
 
@@ -41,15 +43,8 @@ def _params(node):
     params = getattr(node, "_params", None)
     if not isinstance(params, dict):
         return ""
-    return ", ".join(f"{k}={_short(v)}" for k, v in params.items()
+    return ", ".join(f"{k}={param_text(v)}" for k, v in params.items()
                      if not k.startswith("_") and v is not None and v is not False)
-
-
-def _short(v):
-    shape = getattr(v, "shape", None)
-    if shape is not None and getattr(v, "ndim", 0):
-        return "array[" + ",".join(map(str, shape)) + "]"
-    return getattr(v, "__name__", None) if callable(v) else repr(v)
 
 
 def _saved(node):
@@ -148,7 +143,7 @@ def autograd_picture(roots, names=None, show_saved=True) -> Picture:
                               title=f"{label}: AccumulateGrad (grad goes to .grad)"))
         else:
             name = node.name() if callable(getattr(node, "name", None)) else type(node).__name__
-            sub = " ".join(x for x in (_params(node),
+            sub = " · ".join(x for x in (_params(node),
                                        f"→ {made[id(node)]}" if id(node) in made else "",
                                        f"{hooks} hook{'s' if hooks > 1 else ''}" if hooks
                                        else "") if x)

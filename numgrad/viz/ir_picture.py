@@ -2,9 +2,11 @@
 
 Room: viz. Reads the graph by duck typing (``inputs``, ``consts``, ``eqns``,
 ``outputs``, ``stages``), so it imports nothing from the compiler. One node per
-equation, coloured by its annotation; inputs are ellipses; equations of the
-derived backward (``ann["bwd"]``) sit in the lower band; equations a plan fused
-into one kernel are boxed together and labelled with the stage.
+equation, written as a formula of its inputs and constants (``u = 1.0 - c``,
+``b = x ** 2``) over its primitive and type, and coloured by its annotation; inputs
+are ellipses; equations of the derived backward (``ann["bwd"]``) sit in the lower
+band, starting from the seed ``detach(ct)``, which a note under the legend
+explains; equations a plan fused into one kernel share a tinted tile.
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ def _literal(a):
     return repr(x)
 
 
-def _param(v):
+def param_text(v):
+    """A parameter as the pictures show it: arrays by shape, functions by name."""
     shape = getattr(v, "shape", None)
     if shape is not None and getattr(v, "ndim", 0):
         return "array[" + ",".join(map(str, shape)) + "]"
@@ -56,7 +59,8 @@ def expression(e, consts):
     elif e.name == "neg" and len(args) == 1 and not params:
         rhs = f"-{args[0]}"
     else:
-        rhs = f"{e.name}(" + ", ".join(args + [f"{k}={_param(v)}" for k, v in params.items()]) + ")"
+        named = [f"{k}={param_text(v)}" for k, v in params.items()]
+        rhs = f"{e.name}(" + ", ".join(args + named) + ")"
     return f"{e.out.name} = {rhs}"
 
 
