@@ -1,13 +1,16 @@
 """demo: the article's five gradient tools, run eager and through ``@ng.jit``.
 
 Room: the command line (``python -m numgrad demo``). Each case is a short piece of
-code, printed as it is run: once with ``jit`` meaning "leave the function alone"
-(the eager column) and once with ``jit = ng.jit`` (the compiled column). Errors
-and warnings are printed with their real text, so the two columns show that
-compiled code means what eager code means, mistakes included.
+code, printed as it is run: eagerly, as plain code (``jit(fn)(x)`` read as ``fn(x)``),
+and then as written, with ``jit = ng.jit`` (the compiled column). Errors and warnings
+are printed with their real text, so the two columns show that compiled code means
+what eager code means, mistakes included. Times are per run of a case's code: the
+first compiled run (trace and compile) apart from the steady state, timed once the
+plan's later tiers have compiled.
 """
 from __future__ import annotations
 
+import re
 import textwrap
 import time
 import warnings
@@ -133,11 +136,20 @@ except RuntimeError as e:
 ]
 
 
+_JIT_CALL = re.compile(r"\bjit\((\w+)\)")
+WARM_RUNS, TIMED_RUNS = 2, 3
+
+
+def eager_source(source):
+    """The case's code as eager code: ``jit(fn)(x)`` is ``fn(x)``."""
+    return _JIT_CALL.sub(r"\1", source)
+
+
 def _one_line(value):
     return " ".join(repr(value).split())
 
 
-def _run_case(code, jit):
+def _run_case(code, jit=None):
     """Run a case's code; return the lines it showed (values, errors and warnings)."""
     lines = []
 
@@ -150,7 +162,9 @@ def _run_case(code, jit):
     def on_warning(message, category, *_args, **_kw):
         lines.append(f"{category.__name__}: {message}")
 
-    ns = {"ng": ng, "jit": jit, "show": show, "show_error": show_error}
+    ns = {"ng": ng, "show": show, "show_error": show_error}
+    if jit is not None:
+        ns["jit"] = jit
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.showwarning = on_warning
@@ -158,11 +172,29 @@ def _run_case(code, jit):
     return lines
 
 
+def _timed(run):
+    t0 = time.perf_counter()
+    run()
+    return time.perf_counter() - t0
+
+
+def _steady(run):
+    """Seconds per run once nothing is left to compile: WARM_RUNS runs first (a plan's
+    second call may compile its multi-threaded tier or its joint forward + backward), then
+    the best of TIMED_RUNS. Returns (warm-up seconds, steady seconds)."""
+    warm = sum(_timed(run) for _ in range(WARM_RUNS))
+    return warm, min(_timed(run) for _ in range(TIMED_RUNS))
+
+
 def _print_lines(tag, lines, width):
     for line in lines:
         chunks = textwrap.wrap(line, width - 13, subsequent_indent="    ") or [""]
         for k, chunk in enumerate(chunks):
             print(f"  {tag if k == 0 else '':8} │ {chunk}")
+
+
+def _ms(seconds):
+    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
 def run(compiled=True, width=100):
@@ -175,16 +207,24 @@ def run(compiled=True, width=100):
             jit = ng.jit
         except (ImportError, AttributeError) as e:
             print(f"(compiled column unavailable: {e})")
-    agree, shown, first_total = 0, 0, 0.0
+    if jit is not None:
+        print("The compiled column runs the same code with each function passed through "
+              "jit = ng.jit\n(one compiled function per Python function, kept across runs); "
+              "`jit code` lists the lines that change.\nTimes are per run of a case's code: "
+              "its first compiled run traces and compiles (or loads\nkernels from the disk "
+              f"cache); steady state is the best of {TIMED_RUNS} runs after {WARM_RUNS} "
+              "more, by which\ntime later tiers (multi-threaded kernels, a joint "
+              "forward + backward) have compiled too.")
+    agree, shown, first_total, warm_total = 0, 0, 0.0, 0.0
     for title, source in CASES:
-        code = compile(source, f"<demo: {title.split(' ')[0]}>", "exec")
+        tag = title.split(" ")[0]
+        eager_src = eager_source(source)
+        eager_code = compile(eager_src, f"<demo: {tag} eager>", "exec")
         print("\n" + "─" * width)
         print(title)
-        for line in source.strip("\n").splitlines():
+        for line in eager_src.strip("\n").splitlines():
             print(f"  code     │ {line}")
-        t0 = time.perf_counter()
-        eager = _run_case(code, lambda fn: fn)
-        t_eager = time.perf_counter() - t0
+        eager = _run_case(eager_code)
         _print_lines("eager", eager, width)
         shown += sum(1 for ln in eager if ln.split(":")[0].endswith(("Error", "Warning")))
         if jit is None:
@@ -197,29 +237,37 @@ def run(compiled=True, width=100):
                 memo[fn.__code__] = jit(fn)
             return memo[fn.__code__]
 
-        t0 = time.perf_counter()
-        comp = _run_case(code, cached_jit)
-        t_first = time.perf_counter() - t0
+        for line in source.strip("\n").splitlines():
+            if _JIT_CALL.search(line):
+                print(f"  jit code │ {line}")
+        code = compile(source, f"<demo: {tag}>", "exec")
+        comp = []
+        t_first = _timed(lambda: comp.extend(_run_case(code, cached_jit)))
+        t_warm, t_steady = _steady(lambda: _run_case(code, cached_jit))
+        _, t_eager = _steady(lambda: _run_case(eager_code))
         first_total += t_first
-        t0 = time.perf_counter()
-        _run_case(code, cached_jit)
-        t_warm = time.perf_counter() - t0
+        warm_total += t_warm
         same = comp == eager
         agree += same
         if same:
             print(f"  compiled │ (the same {len(comp)} line{'s' if len(comp) != 1 else ''})")
         else:
             _print_lines("compiled", comp, width)
-        print(f"  {'same' if same else 'DIFFERENT'} in both columns · eager {t_eager * 1e3:.1f} ms,"
-              f" compiled {t_warm * 1e3:.1f} ms warm, {t_first:.2f} s first run "
-              "(trace + compile, or load from the disk cache)")
+        loaded = sum(f.stats.disk_hits for f in memo.values())
+        how = "trace + compile" + (f", {loaded} program{'s' if loaded != 1 else ''} loaded from "
+                                   "the disk cache" if loaded else "")
+        print(f"  {'same' if same else 'DIFFERENT'} in both columns · steady state: eager "
+              f"{_ms(t_eager)}, compiled {_ms(t_steady)}\n"
+              f"  {'':8}   compiled first run {_ms(t_first)} ({how}), "
+              f"next {WARM_RUNS} runs {_ms(t_warm)}")
     print("\n" + "─" * width)
     if jit is None:
         print(f"Summary: {len(CASES)} cases run eagerly; {shown} errors and warnings shown "
               "with their real text.")
         return 0
     print(f"Summary: {agree}/{len(CASES)} cases print the same eager and compiled, "
-          f"{shown} errors and warnings included; first runs took {first_total:.1f} s.")
+          f"{shown} errors and warnings included; first runs took {first_total:.1f} s, "
+          f"the warm-up runs after them {warm_total:.1f} s.")
     return 0 if agree == len(CASES) else 1
 
 

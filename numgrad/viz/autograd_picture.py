@@ -4,11 +4,15 @@
 Room: viz. Reads nodes by duck typing (``name()``, ``next_functions``, ``_saved``,
 ``_pre_hooks``, ``variable``), so it imports neither the engine nor the compiler.
 Leaves (``AccumulateGrad``) are drawn as ellipses named after the tensors passed
-in ``names``; tensors a node saved for its backward hang off it as small yellow
-nodes (red-bordered once freed or modified); hooks are marked and coloured.
+in ``names``; a node shows its constants (``exponent=3``); tensors a node saved for
+its backward hang off it as small yellow nodes (grey once freed, red once modified),
+named by ``names`` or by the op that made them; hooks are marked and coloured.
 """
 from __future__ import annotations
 
+import re
+
+from numgrad.viz.ir_picture import param_text
 from numgrad.viz.svg import Node, Picture
 
 
@@ -27,16 +31,32 @@ def _n_hooks(node):
     return n
 
 
+def _op(node):
+    """``PowBackward0`` -> ``pow``: the op that made a tensor, as a user writes it."""
+    name = node.name() if callable(getattr(node, "name", None)) else type(node).__name__
+    return re.sub(r"Backward\d*$", "", name).lower() or name
+
+
+def _params(node):
+    """The node's constants (``exponent=3``): what tells ``x ** 2`` from ``x ** 3``.
+    Parameters left at ``None``/``False`` (``keepdim=False``) are left out."""
+    params = getattr(node, "_params", None)
+    if not isinstance(params, dict):
+        return ""
+    return ", ".join(f"{k}={param_text(v)}" for k, v in params.items()
+                     if not k.startswith("_") and v is not None and v is not False)
+
+
 def _saved(node):
-    """``[(rule parameter name, tensor or None, state)]`` of what the node keeps for its
-    backward; state is the shape, ``freed`` or ``modified: ...``."""
+    """``[(tensor or None, state, is the node's own output)]`` of what the node keeps for
+    its backward; state is the shape, ``index``, ``freed`` or ``modified: ...``."""
     saved = getattr(node, "_saved", None)
     out = []
     if isinstance(saved, dict):
-        for name, s in saved.items():
-            for k, one in enumerate(s if isinstance(s, list) else [s]):
+        for s in saved.values():
+            for one in s if isinstance(s, list) else [s]:
                 if not hasattr(one, "_vc"):  # a saved index (autograd.graph.SavedParam)
-                    out.append((name, None, "freed" if one._freed else "index"))
+                    out.append((None, "freed" if one._freed else "index", False))
                     continue
                 data = one._data if one._tensor is None else getattr(one._tensor, "_data", None)
                 if one._freed:
@@ -45,12 +65,33 @@ def _saved(node):
                     state = f"modified: v{one._vc.value}, saved v{one._version}"
                 else:
                     state = "[" + ",".join(map(str, data.shape)) + "]"
-                label = f"{name}{k}" if isinstance(s, list) else name
-                out.append((label, one._tensor, state))
+                out.append((one._tensor, state, one._tensor is None))
     elif isinstance(saved, (list, tuple)):   # a compiled call's saved arrays
-        for k, a in enumerate(saved):
-            out.append((f"{k}", None, "[" + ",".join(map(str, getattr(a, "shape", ()))) + "]"))
+        for a in saved:
+            out.append((None, "[" + ",".join(map(str, getattr(a, "shape", ()))) + "]", False))
     return out
+
+
+def _saved_label(node, tensor, own_output, state, label_of, named):
+    """What a saved tensor is called: the user's name where ``names`` gave one, else what
+    made it (never the derivative rule's parameter name, which the user never wrote)."""
+    if state in ("index", "freed"):
+        return "saved: index" if state == "index" else "saved tensor"  # a freed one is gone
+    if own_output:
+        return f"saved {named[id(node)]}" if id(node) in named else f"saved: {_op(node)} output"
+    if tensor is None:
+        return "saved: array"   # a compiled call's: the arrays its backward reads
+    if id(tensor) in label_of:
+        return f"saved {label_of[id(tensor)]}"
+    fn = getattr(tensor, "grad_fn", None)
+    if fn is not None:
+        return f"saved {named[id(fn)]}" if id(fn) in named else f"saved: {_op(fn)} output"
+    if getattr(tensor, "requires_grad", False):
+        return "saved: leaf"
+    data = getattr(tensor, "_data", None)
+    if getattr(data, "size", 0) == 1:   # a Python number the op was given (``x * 2``)
+        return f"saved: constant {data.reshape(-1)[0].item():.4g}"
+    return "saved: input (no grad)"
 
 
 def autograd_picture(roots, names=None, show_saved=True) -> Picture:
@@ -62,6 +103,9 @@ def autograd_picture(roots, names=None, show_saved=True) -> Picture:
     # A named non-leaf tensor (``x_clone``) is written under the node that made it.
     made = {id(t.grad_fn): k for k, t in (names or {}).items()
             if getattr(t, "grad_fn", None) is not None and not any(t is r for r in roots)}
+    # ... and a saved tensor is named after the user's name for it, roots included.
+    named = {id(t.grad_fn): k for k, t in (names or {}).items()
+             if getattr(t, "grad_fn", None) is not None}
     nodes, edges, ids = [], [], {}
 
     def nid(node):
@@ -99,19 +143,19 @@ def autograd_picture(roots, names=None, show_saved=True) -> Picture:
                               title=f"{label}: AccumulateGrad (grad goes to .grad)"))
         else:
             name = node.name() if callable(getattr(node, "name", None)) else type(node).__name__
-            sub = " ".join(x for x in (f"→ {made[id(node)]}" if id(node) in made else "",
+            sub = " · ".join(x for x in (_params(node),
+                                       f"→ {made[id(node)]}" if id(node) in made else "",
                                        f"{hooks} hook{'s' if hooks > 1 else ''}" if hooks
                                        else "") if x)
             nodes.append(Node(me, name, sub, "hook" if hooks else "op", 0, "box", title=name))
             if show_saved:
-                for k, (sname, tensor, state) in enumerate(_saved(node)):
+                for k, (tensor, state, own) in enumerate(_saved(node)):
                     sid = f"{me}s{k}"
-                    who = label_of.get(id(tensor), sname)
                     kind = "stale" if state.startswith("modified") else (
                         "freed" if state == "freed" else "saved")
-                    nodes.append(Node(sid, f"saved {who}", state, kind, 0, "box",
-                                      title=f"saved for the backward as `{sname}`: {state}",
-                                      pull=True))
+                    nodes.append(Node(sid, _saved_label(node, tensor, own, state, label_of, named),
+                                      state, kind, 0, "box",
+                                      title=f"kept for {name}'s backward: {state}", pull=True))
                     edges.append((sid, me, True))
         for nxt, _ in getattr(node, "next_functions", ()):
             if nxt is None:

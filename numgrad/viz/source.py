@@ -21,6 +21,9 @@ _TOKEN = re.compile(r"""
 _COLOURS = {"comment": "#6a737d", "string": "#032f62", "deco": "#6f42c1", "number": "#005cc5",
             "keyword": "#d73a49", "def": "#6f42c1"}
 _KW = set(keyword.kwlist)
+# A page's stylesheet may give <pre> a proportional font: name a monospace one outright.
+PRE_STYLE = ("font-family:Menlo,Consolas,'DejaVu Sans Mono',monospace;font-size:11px;"
+             "line-height:1.35;background:#f6f8fa;padding:8px;overflow-x:auto")
 
 
 def highlight(code: str) -> str:
@@ -63,6 +66,5 @@ class SourceText(str):
         for title, src in self.parts:
             blocks.append(
                 f"<details open><summary><b>{html.escape(title)}</b></summary>"
-                f'<pre style="font-size:11px;line-height:1.35;background:#f6f8fa;'
-                f'padding:8px;overflow-x:auto">{highlight(src)}</pre></details>')
+                f'<pre style="{PRE_STYLE}">{highlight(src)}</pre></details>')
         return "\n".join(blocks)

@@ -100,7 +100,7 @@ def test_eager_graph_picture_marks_leaves_saved_tensors_and_hooks():
     x.register_hook(lambda g: g)
     y = ng.ones(3, requires_grad=False)
     r = (x * y + x.detach() ** 3).sum()
-    pic = ng.viz.graph(r, names={"x": x, "r": r})
+    pic = ng.viz.graph(r, names={"x": x, "y": y, "r": r})  # a saved tensor takes its name
     svg = pic.svg()
     assert _svg_ok(svg)
     for text in ("SumBackward0", "AddBackward0", "MulBackward0", ">x<", ">r<", "saved y"):
