@@ -39,4 +39,6 @@ def __getattr__(name):
     if name in ("jit", "grad", "value_and_grad", "CompiledFunction"):
         from numgrad import compiler
         return getattr(compiler, name)
+    if name == "distributed":  # data parallelism over Dask: imports Dask only when a step runs
+        return __import__("numgrad.distributed", fromlist=["data_parallel"])
     raise AttributeError(f"module 'numgrad' has no attribute {name!r}")
