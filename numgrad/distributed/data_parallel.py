@@ -6,8 +6,12 @@ Room: distributed (client side). Dask is imported when a step first needs a clie
 
 A step, for parameters ``P`` and a batch cut into shards ``0..k-1`` along axis 0:
 
-1. ``P`` (and the arguments every shard shares) are scattered once, to every worker
-   (``scatter(broadcast=True)``); shard ``i``'s rows travel inside its task, so a task
+1. ``P`` (and the arguments every shard shares) are scattered once, to one worker; each
+   other worker fetches them from a worker that has them when its first shard task needs
+   them, so each worker receives ``P`` once, peer to peer. (Not ``scatter(broadcast=True)``:
+   its replication keeps retrying a worker that died during it, for 30 s at a time.) If
+   every copy is lost, the step sends them again. Shard ``i``'s rows travel inside its
+   task, so a task
    that must run again (its worker died) finds its data in the task itself. Data made on
    the workers (``dp.shards``) is a task result instead, recomputed from its task if lost.
 2. Each shard task runs the compiled ``value_and_grad`` of the loss (rebuilt once per
@@ -162,14 +166,17 @@ class DataParallel:
         self._ready.add(client)
 
     def worker_stats(self) -> dict:
-        """``{worker address: counters}`` of the compiled shard function on each worker
-        (``None`` where it has not run yet): the ``ng.jit`` stats plus ``compiled``, plans
-        compiled on that worker rather than loaded from the disk cache."""
+        """``{worker address: [counters, ...]}``: the compiled shard functions on each
+        worker, one per argument signature it has run (shards of one size share one): the
+        ``ng.jit`` stats plus ``compiled``, plans compiled on that worker rather than
+        loaded from the disk cache."""
         from numgrad.distributed import worker
 
-        client = self.client
-        return {address: stats for token, _ in self._payloads.values()
-                for address, stats in client.run(worker.stats, token).items()}
+        out = {}
+        for token, _ in self._payloads.values():
+            for address, rows in self.client.run(worker.stats, token).items():
+                out.setdefault(address, []).extend(rows)
+        return out
 
     # ------------------------------------------------------------ data and steps
     def shards(self, load_fn, keys) -> Shards:
@@ -281,12 +288,12 @@ class DataParallel:
         # kernels instead of compiling the same ones at once. One call per distinct shard
         # shape; twice, so that a second-call tier is compiled too.
         for piece in {tuple(a.shape for a in p): p for p in pieces}.values():
-            key = (token, tuple(a.shape for a in piece))
-            if key not in self._warm:
-                fn = pickling.rebuild(token, data)
+            variant = shard.signature(params, piece, consts)
+            if (token, variant) not in self._warm:
+                fn = pickling.rebuild(token, data, variant)
                 for _ in range(2):
                     shard.run(fn, params, piece, consts, positions, self.reduction)
-                self._warm.add(key)
+                self._warm.add((token, variant))
 
     def __call__(self, *args, shards: Shards | None = None):
         """``(value, grads)`` of the loss over the whole batch, as
@@ -329,7 +336,7 @@ class DataParallel:
         from distributed.client import FutureCancelledError
 
         n_workers = len(client.scheduler_info()["workers"])
-        for attempt in range(2):
+        for attempt in range(self.retries + 1):
             step = f"{next(_steps)}-{uuid.uuid4().hex[:8]}"
             made = []
 
@@ -339,7 +346,7 @@ class DataParallel:
                 return made[-1]
 
             try:
-                blob = client.scatter([(params, consts)], broadcast=True, hash=False)[0]
+                blob = client.scatter([(params, consts)], hash=False)[0]
                 made.append(blob)
                 tasks = []
                 for i, piece in enumerate(pieces):
@@ -355,12 +362,13 @@ class DataParallel:
                 result = total.result(timeout=self.timeout)
             except FutureCancelledError:
                 client.cancel(made)
-                if attempt == 0:
+                if attempt < self.retries:
                     continue  # every copy of the parameters was lost: send them again
                 raise errors.DistributedError(
-                    "data_parallel: the step's inputs were lost twice (every worker holding "
-                    "them died); the parameters you passed are unchanged: run the step "
-                    "again once the cluster is stable") from None
+                    f"data_parallel: the step's parameters were lost {attempt + 1} time(s) "
+                    "(every worker holding them died); the parameters you passed are "
+                    "unchanged. What to do: run the step again once the cluster is stable, "
+                    "or pass a larger retries=") from None
             except errors.ShardFailed as exc:
                 client.cancel(made)
                 raise errors.retries_exhausted(exc, self.retries + 1, len(pieces)) from None
@@ -380,7 +388,8 @@ class DataParallel:
         sent = sum(a.nbytes for a in params) + sum(getattr(c, "nbytes", 0) for c in consts)
         self.last_step = dict(
             workers=n_workers, shards=len(pieces), tasks=len(pieces) + len(pieces) - 1,
-            tree_depth=len(shard.tree_levels(len(pieces))), broadcast_bytes=sent * n_workers,
+            tree_depth=len(shard.tree_levels(len(pieces))), param_bytes=sent,
+            broadcast_bytes=sent * min(n_workers, len(pieces)),
             shard_bytes=sum(a.nbytes for p in pieces if isinstance(p, tuple) for a in p),
             result_bytes=sum(np.asarray(g).nbytes for g in result[2]) + np.asarray(
                 result[1]).nbytes,

@@ -11,6 +11,12 @@ keeps one rebuilt ``CompiledFunction`` per *token* (a hash of that payload), so 
 of every step find the same object, with its plans already traced: a worker traces once,
 and loads its kernels from the shared disk cache instead of compiling them.
 
+A rebuild may also name a *variant* (``data_parallel`` uses the argument shapes): each
+variant is a function of its own, which only ever sees one signature. That keeps the
+bits a worker computes independent of what it computed before: a ``CompiledFunction``
+that meets a second shape of the same ranks builds a shape-generic plan, whose kernels
+may round differently from the first shape's static ones.
+
 The reducer is registered with ``copyreg`` (which both ``pickle`` and cloudpickle
 consult) when ``numgrad.distributed`` is imported, so the compiler itself knows nothing of
 pickling.
@@ -25,10 +31,10 @@ from collections import OrderedDict
 from numgrad.compiler.runtime import CompiledFunction
 
 # How many rebuilt functions a process keeps (least recently used dropped): a worker
-# serves a few models at a time, not hundreds.
-MAX_FUNCTIONS = 32
+# serves a few models, with a few shard shapes each, at a time.
+MAX_FUNCTIONS = 256
 
-_FUNCTIONS: OrderedDict = OrderedDict()   # token -> CompiledFunction
+_FUNCTIONS: OrderedDict = OrderedDict()   # (token, variant) -> CompiledFunction
 _LOCK = threading.Lock()
 
 
@@ -64,25 +70,27 @@ def payload(cf: CompiledFunction) -> tuple[str, bytes]:
     return hashlib.sha256(data).hexdigest(), data
 
 
-def remember(token: str, cf: CompiledFunction) -> CompiledFunction:
+def remember(token: str, cf: CompiledFunction, variant=None) -> CompiledFunction:
     """Keep ``cf`` as this process's function for ``token`` (the first one wins)."""
     with _LOCK:
-        kept = _FUNCTIONS.setdefault(token, cf)
-        _FUNCTIONS.move_to_end(token)
+        kept = _FUNCTIONS.setdefault((token, variant), cf)
+        _FUNCTIONS.move_to_end((token, variant))
         while len(_FUNCTIONS) > MAX_FUNCTIONS:
             _FUNCTIONS.popitem(last=False)
         return kept
 
 
-def lookup(token: str) -> CompiledFunction | None:
-    """This process's function for ``token``, if it has one."""
+def lookup(token: str) -> dict:
+    """``{variant: function}``: this process's functions for ``token``."""
     with _LOCK:
-        return _FUNCTIONS.get(token)
+        return {v: cf for (t, v), cf in _FUNCTIONS.items() if t == token}
 
 
-def rebuild(token: str, data: bytes) -> CompiledFunction:
-    """The unpickling side: this process's function for ``token``, built the first time."""
-    cf = lookup(token)
+def rebuild(token: str, data: bytes, variant=None) -> CompiledFunction:
+    """The unpickling side: this process's function for ``token`` (and ``variant``),
+    built the first time."""
+    with _LOCK:
+        cf = _FUNCTIONS.get((token, variant))
     if cf is not None:
         return cf
     import cloudpickle
@@ -90,7 +98,7 @@ def rebuild(token: str, data: bytes) -> CompiledFunction:
     from numgrad.compiler import jit
 
     fn, options = cloudpickle.loads(data)
-    return remember(token, jit(fn, **options))
+    return remember(token, jit(fn, **options), variant)
 
 
 def _reduce(cf: CompiledFunction):

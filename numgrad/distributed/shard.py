@@ -127,6 +127,32 @@ def count_leaves(tree) -> int:
     return 1 if tree.kind == "leaf" else sum(count_leaves(c) for c in tree.children)
 
 
+def signature(params, arrays, consts) -> tuple:
+    """The shapes and dtypes of one shard's arguments: each gets a compiled function of
+    its own (``pickling.rebuild``'s variant), so its bits never depend on the shapes a
+    worker met before."""
+    return tuple((a.shape, a.dtype.str) if isinstance(a, np.ndarray) else (type(a).__name__,)
+                 for a in (*params, *arrays, *consts))
+
+
+def call(fn, *args):
+    """``fn(*args)``, traced again if the trace was refused for a draw from Python's
+    ``random`` module: on a Dask worker (or any process with an event loop thread) other
+    threads draw from it while the task thread traces, and the compiler's check sees the
+    module's state change. A loss that really draws is refused on every try."""
+    from numgrad.errors import TracingError
+
+    for attempt in range(_TRACE_TRIES):
+        try:
+            return fn(*args)
+        except TracingError as exc:
+            if "Python's random module" not in str(exc) or attempt == _TRACE_TRIES - 1:
+                raise
+
+
+_TRACE_TRIES = 4
+
+
 def run(fn, params, shard, consts, positions, reduction: str):
     """One shard's ``(n, value, grads)`` as arrays: ``fn`` (the compiled
     :class:`ShardGradient`) called on tensors made from NumPy arrays. ``positions`` say,
@@ -135,12 +161,17 @@ def run(fn, params, shard, consts, positions, reduction: str):
     from numgrad.creation import from_numpy
     from numgrad.tensor import Tensor
 
+    def tensor(x):
+        # NOTE: arrays that arrive over the network may be read-only or unaligned views of
+        # the message; Numba types those apart and would run (and round) other machine code.
+        return from_numpy(np.require(x, requirements="CAW"))
+
     n = len(shard[0])
     rest = []
     for kind, k in positions:
         x = shard[k] if kind == "shard" else consts[k]
-        rest.append(from_numpy(x) if isinstance(x, np.ndarray) else x)
-    value, grads = fn(*[from_numpy(p) for p in params], *rest)
+        rest.append(tensor(x) if isinstance(x, np.ndarray) else x)
+    value, grads = call(fn, *[tensor(p) for p in params], *rest)
     value = np.array(value.detach().numpy(), copy=True)
     grads = [np.array(g.detach().numpy(), copy=True) if isinstance(g, Tensor) else g
              for g in grads]

@@ -64,8 +64,8 @@ def shard_task(index, token, data, blob, arrays, positions, reduction):
     ``(parameters, shared arguments)``."""
     try:
         _set_threads()
-        fn = pickling.rebuild(token, data)
         params, consts = blob
+        fn = pickling.rebuild(token, data, shard.signature(params, arrays, consts))
         return shard.run(fn, params, arrays, consts, positions, reduction)
     except ShardFailed:
         raise
@@ -87,15 +87,15 @@ def load_task(data, key):
 
 
 def stats(token):
-    """This process's counters for one compiled function (``None`` before its first
-    shard): the jit ``Stats`` plus ``compiled``, the plans whose kernels were compiled here
-    instead of loaded from the disk cache, and the Numba thread count."""
-    cf = pickling.lookup(token)
-    if cf is None:
-        return None
-    s = cf.stats
-    out = {k: getattr(s, k) for k in s.__slots__}
-    out["compiled"] = max(0, s.compiles - s.disk_hits)
-    out["numba_threads"] = _threads
-    out["pid"] = os.getpid()
+    """This process's counters for one compiled shard function, one entry per argument
+    signature it has run (``[]`` before its first shard): the jit ``Stats`` plus
+    ``compiled``, the plans whose kernels were compiled here instead of loaded from the
+    disk cache, the Numba thread count and the pid."""
+    out = []
+    for variant, cf in pickling.lookup(token).items():
+        s = cf.stats
+        row = {k: getattr(s, k) for k in s.__slots__}
+        row.update(compiled=max(0, s.compiles - s.disk_hits), numba_threads=_threads,
+                   pid=os.getpid(), signature=variant)
+        out.append(row)
     return out
