@@ -86,7 +86,7 @@ def main():
                 if line.startswith("model name")), platform.processor())
     meta = dict(machine=f"{cpu}, {os.cpu_count()} cores", revision=rev,
                 load_average_before=load0, load_average_after=os.getloadavg(),
-                note="machine shared with other engineers compiling at the same time",
+                note="a machine shared with other engineers' builds: numbers are rough",
                 rows=ROWS, hidden=HIDDEN, steps=STEPS)
     lines = [f"# data_parallel on {meta['machine']} (git {rev})",
              f"Load average {load0[0]:.1f} -> {os.getloadavg()[0]:.1f}: {meta['note']}.", "",
