@@ -45,4 +45,6 @@ def __getattr__(name):
     if name == "cuda":
         from numgrad.devices import cuda
         return cuda
+    if name == "distributed":  # data parallelism over Dask: imports Dask only when a step runs
+        return __import__("numgrad.distributed", fromlist=["data_parallel"])
     raise AttributeError(f"module 'numgrad' has no attribute {name!r}")
