@@ -16,7 +16,7 @@ import numgrad as ng
 import numgrad.nn.functional as F
 from cuda_cases import require_simulator
 
-_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "ops",
+_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 3, "ops",
                       "test_op_table.py")
 _NAME = "_numgrad_op_table_for_cuda"
 if _NAME in sys.modules:
