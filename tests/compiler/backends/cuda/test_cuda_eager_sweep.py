@@ -116,6 +116,10 @@ FUNCTIONAL = {
                               (_rng(3, 4, seed=1) > 0) * 1.0]),
     "smooth_l1_loss": (F.smooth_l1_loss, [_rng(3, 4), _rng(3, 4, seed=1)]),
     "dropout_eval": (lambda x: F.dropout(x, 0.5, training=False), [_rng(3, 4)]),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (4,), w, b),
+                   [_rng(3, 4), _rng(4, seed=1), _rng(4, seed=2)]),
+    "embedding": (F.embedding, [_TARGET, _rng(3, 5, seed=1)]),
+    "one_hot": (lambda t: F.one_hot(t, 3), [_TARGET]),
 }
 # Functions fixed in nn/functional.py by separate work (an index made on the CPU): they
 # are run, and skipped only while they still fail that way.
