@@ -31,6 +31,7 @@ import uuid
 
 import numpy as np
 
+from numgrad import config
 from numgrad.compiler import jit
 from numgrad.compiler import pytree
 from numgrad.creation import from_numpy
@@ -161,7 +162,7 @@ class DataParallel:
         for address in found:
             host = address.rsplit(":", 1)[0]
             per_host[host] = per_host.get(host, 0) + 1
-        client.register_plugin(NumgradSetup(per_host, os.environ.get("NUMGRAD_CACHE_DIR"),
+        client.register_plugin(NumgradSetup(per_host, config.get("NUMGRAD_CACHE_DIR"),
                                             socket.gethostname()))
         self._ready.add(client)
 
