@@ -25,9 +25,9 @@ or computed by C code. Those are documented in the README.
 numgrad's own code is skipped (it reads no state a user changes between calls), with
 one exception: the methods of ``numgrad.nn`` classes read the layer state a user sets
 (``training``, a Dropout's ``p``, a LayerNorm's ``eps``, the children of a
-``Sequential``, forward hooks, parameters replaced by new ones). Their bodies are
-walked for the attribute names they load, which are then read on the instances of
-that class only (a Linear is not guarded on the ``training`` flag a Dropout reads);
+``Sequential``, forward hooks, parameters replaced by new ones). Their bodies (the
+methods reached, and ``__iter__``/``__getitem__``, which syntax calls) are walked for
+the attribute names they load, which are then read on the instances of that class only (a Linear is not guarded on the ``training`` flag a Dropout reads);
 their code, defaults and globals are library constants and get no guard terms. A class
 tells the scan, through ``_ng_attr_tables``, which dicts its ``__getattr__`` serves
 attributes from (a module's parameters, buffers and children), and through
@@ -68,6 +68,9 @@ def _is_numgrad(fn):
 # numgrad packages whose classes' methods read state a user sets between calls (see the
 # module docstring); their free functions (``nn.functional``) read only their arguments.
 _STATEFUL_ROOMS = ("numgrad.nn.",)
+
+
+_IMPLICIT = ("__iter__", "__getitem__", "__len__", "__contains__")
 
 
 def _reads_user_state(fn):
@@ -304,6 +307,14 @@ class Scan:
                             call.__module__):
                         self.function(call, self.name(call), depth + 1, cls)
                         grown = True
+                    for dunder in _IMPLICIT:
+                        # Called by syntax (``for m in self.layers``, ``self.layers[0]``),
+                        # so no code loads their names: an nn container's children are
+                        # reached through them.
+                        fn = getattr(cls, dunder, None)
+                        if isinstance(fn, types.FunctionType) and _reads_user_state(fn):
+                            self.function(fn, self.name(fn), depth + 1, cls)
+                            grown = True
                 new = names - walked
                 if new:
                     walked |= new

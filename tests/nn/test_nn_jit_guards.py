@@ -103,6 +103,26 @@ def test_a_user_module_reading_self_training_retraces():
     assert compiled.stats.traces == 2
 
 
+def test_children_iterated_from_a_module_list_are_guarded():
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(3, 8), nn.Dropout(0.5)])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    ng.manual_seed(0)
+    m = Stack().double().eval()
+    compiled, x = ng.jit(m, backend="numpy"), _x()
+    _same(compiled(x), m(x))
+    m.train()
+    _same(_run(compiled, x), _run(m, x))
+    assert compiled.stats.traces == 2
+
+
 def test_changing_dropout_p_or_layernorm_eps_retraces():
     ng.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 8), nn.LayerNorm(8), nn.Dropout(0.25)).double()
