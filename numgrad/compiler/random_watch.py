@@ -231,9 +231,12 @@ class RandomWatch:
             for scope in scopes:
                 v = scope.get(n, scope)
                 if v is not scope:
-                    if v is np or v is np.random or v is self._np \
-                            or getattr(v, "__self__", None) is self._np:
-                        return True
+                    try:
+                        if v is np or v is np.random or v is self._np \
+                                or getattr(v, "__self__", None) is self._np:
+                            return True
+                    except Exception:  # noqa: BLE001  (a hook must never raise into user code)
+                        pass
                     break
         return False
 
