@@ -326,6 +326,10 @@ class Scan:
     def _attribute(self, obj, cls, o, n, depth):
         d = getattr(obj, "__dict__", {})
         tables = getattr(cls, "_ng_attr_tables", None)
+        # A module's own state and children are one level down whatever the nesting: the
+        # module tree is finite (and walked once), and a layer five containers deep
+        # must be guarded as well as one at the top.
+        sub = depth if tables is not None else depth + 1
         if n in d:
             if tables is not None:
                 # A class that names its tables promises that they, and its __dict__, live
@@ -335,9 +339,9 @@ class Scan:
             else:
                 path = f"{o}.{n}" if n.isidentifier() else f"getattr({o}, {n!r})"
             if n in getattr(cls, "_ng_keyed", ()) and isinstance(d[n], dict):
-                self._keyed(d[n], depth + 1)
+                self._keyed(d[n], sub)
             else:
-                self.value(d[n], path, depth + 1)
+                self.value(d[n], path, sub)
             return
         member = getattr(cls, n, None)
         if isinstance(member, (types.FunctionType, property)):
@@ -353,7 +357,7 @@ class Scan:
             # parameters, buffers and children).
             entries = d.get(table)
             if isinstance(entries, dict) and n in entries:
-                self.value(entries[n], f"{self.name(entries)}[{n!r}]", depth + 1)
+                self.value(entries[n], f"{self.name(entries)}[{n!r}]", sub)
                 return
 
     def _keyed(self, d, depth):
@@ -369,7 +373,7 @@ class Scan:
             if n >= _MAX_ENTRIES:
                 break
             if isinstance(k, (str, int)):
-                self.value(x, f"{o}[{k!r}]", depth + 1)
+                self.value(x, f"{o}[{k!r}]", depth)
 
 
 def _value_term(scan, v, path):

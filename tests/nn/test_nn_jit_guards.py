@@ -123,6 +123,22 @@ def test_children_iterated_from_a_module_list_are_guarded():
     assert compiled.stats.traces == 2
 
 
+def test_a_layer_deep_inside_nested_containers_is_guarded():
+    ng.manual_seed(0)
+    inner = nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.5))
+    for _ in range(5):
+        inner = nn.Sequential(inner)
+    model = inner.double().eval()
+    compiled, x = ng.jit(model, backend="numpy"), _x()
+    _same(compiled(x), model(x))
+    model.train()
+    _same(_run(compiled, x), _run(model, x))
+    deep = model[0][0][0][0][0][0]
+    deep.weight = nn.Parameter(ng.ones(8, 3, dtype=ng.float64))
+    _same(_run(compiled, x), _run(model, x))
+    assert compiled.stats.traces == 3
+
+
 def test_changing_dropout_p_or_layernorm_eps_retraces():
     ng.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 8), nn.LayerNorm(8), nn.Dropout(0.25)).double()
