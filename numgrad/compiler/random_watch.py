@@ -232,11 +232,12 @@ class RandomWatch:
                 v = scope.get(n, scope)
                 if v is not scope:
                     try:
-                        if v is np or v is np.random or v is self._np \
-                                or getattr(v, "__self__", None) is self._np:
-                            return True
+                        hit = v is np or v is np.random or v is self._np \
+                            or getattr(v, "__self__", None) is self._np
                     except Exception:  # noqa: BLE001  (a hook must never raise into user code)
-                        pass
+                        hit = False
+                    if hit:
+                        return True
                     break
         return False
 
