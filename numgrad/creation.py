@@ -20,6 +20,12 @@ def manual_seed(seed: int) -> np.random.Generator:
     return _rng
 
 
+def _generator() -> np.random.Generator:
+    """numgrad's random generator, for a draw. Every draw numgrad makes from it calls this:
+    that call is what ``@ng.jit``'s trace watches for (``compiler.random_watch``)."""
+    return _rng
+
+
 def _infer_dtype(data):
     """PyTorch's inference: bools -> bool, ints -> int64, any float -> default float."""
     kinds = set()
@@ -197,7 +203,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     negative size.
     """
     d = _float_dtype(dtype)
-    return _finish(_rng.random(_size(size)).astype(d.np), requires_grad, device)
+    return _finish(_generator().random(_size(size)).astype(d.np), requires_grad, device)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -207,7 +213,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     negative size.
     """
     d = _float_dtype(dtype)
-    return _finish(_rng.standard_normal(_size(size)).astype(d.np), requires_grad, device)
+    return _finish(_generator().standard_normal(_size(size)).astype(d.np), requires_grad, device)
 
 
 def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
@@ -218,7 +224,7 @@ def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
     if high is None:
         low, high = 0, low
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    return _finish(_rng.integers(low, high, _size((size,))).astype(d.np), False, device)
+    return _finish(_generator().integers(low, high, _size((size,))).astype(d.np), False, device)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -311,5 +317,5 @@ def randperm(n: int, *, generator: np.random.Generator | None = None, dtype=None
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    rng = generator if generator is not None else _rng
+    rng = generator if generator is not None else _generator()
     return _finish(rng.permutation(n).astype(d.np), requires_grad, device)

@@ -66,6 +66,20 @@ def wrap_cuda_interface(obj):
     return Tensor._make(cuda_array.from_interface(obj))
 
 
+def cuda_dlpack_capsule(data, index, *, versioned, stream=None, copied=False):
+    """A DLPack capsule of a CUDA payload's memory (``backends.cuda.dlpack.export``)."""
+    from numgrad.compiler.backends.cuda import dlpack as cuda_dlpack
+    return cuda_dlpack.export(data, index, versioned=versioned, stream=stream, copied=copied)
+
+
+def cuda_from_dlpack(obj):
+    """``(CUDA tensor sharing the memory of obj's CUDA DLPack capsule, read_only)``."""
+    from numgrad.compiler.backends.cuda import dlpack as cuda_dlpack
+    from numgrad.tensor import Tensor
+    arr, read_only = cuda_dlpack.import_capsule(obj)
+    return Tensor._make(arr), read_only
+
+
 def memory_stats(device=None) -> dict:
     """The CUDA caching allocator's counters (``device_mallocs``, ``cached_bytes``,
     ``allocated_bytes``, ``peak_allocated_bytes``, ``cache_hits``, ``frees``...; sizes

@@ -4,11 +4,11 @@ Room: core. Written against the protocol (``__dlpack__`` / ``__dlpack_device__``
 the producer, a consumer that calls them), not against a library: anything that
 speaks it (PyTorch, NumPy, JAX, CuPy) exchanges memory with numgrad. On the CPU the
 capsule is NumPy's own export of the tensor's array, so the consumer shares numgrad's
-memory and keeps it alive. CUDA tensors report ``(kDLCUDA, index)``, but their
-payload (a numba-cuda device buffer) has no DLPack exporter, so ``__dlpack__`` refuses
-them with a pointer to ``__cuda_array_interface__``, which carries the same zero-copy
-exchange; importing, ``from_dlpack`` takes CUDA producers through their
-``__cuda_array_interface__``.
+memory and keeps it alive. CUDA tensors report ``(kDLCUDA, index)`` and export a
+capsule that ``backends.cuda.dlpack`` builds with ctypes (numba-cuda has no DLPack
+exporter); importing, ``from_dlpack`` takes a CUDA producer's capsule the same way, or
+its ``__cuda_array_interface__`` when it has no ``__dlpack__``. The CUDA paths are tested
+in Numba's simulator only: they have not been run against PyTorch, CuPy or JAX on a GPU.
 """
 from __future__ import annotations
 
@@ -34,11 +34,7 @@ def export(t: Tensor, *, stream=None, max_version=None, dl_device=None, copy=Non
     if t.requires_grad:
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     if t.device.type == "cuda":
-        raise BufferError(
-            "numgrad cannot export a CUDA tensor through DLPack (its numba-cuda buffer has no "
-            "DLPack exporter); exchange it zero-copy through __cuda_array_interface__ instead, "
-            "e.g. torch.as_tensor(t, device='cuda') or cupy.asarray(t), or move it with "
-            "t.cpu() first")
+        return _export_cuda(t, stream, max_version, dl_device, copy)
     a = t._concrete("array")  # under @ng.jit: the tracer's error (a traced value has no memory)
     legacy = max_version is None or tuple(max_version) < (1, 0)
     if not a.flags.writeable and legacy:
@@ -53,6 +49,31 @@ def export(t: Tensor, *, stream=None, max_version=None, dl_device=None, copy=Non
     if max_version is not None:
         kwargs["max_version"] = max_version
     return a.__dlpack__(**kwargs)
+
+
+def _export_cuda(t, stream, max_version, dl_device, copy):
+    from numgrad import devices
+
+    if not hasattr(t._data, "_ng_device"):
+        t._concrete("array")    # under @ng.jit: the tracer's error (a traced value)
+    index = t.device.index or 0
+    versioned = max_version is not None and int(max_version[0]) >= 1
+    wanted = None if dl_device is None else tuple(int(v) for v in dl_device)
+    if wanted is not None and wanted != (KDL_CUDA, index):
+        if wanted != (KDL_CPU, 0) or copy is False:
+            raise BufferError(
+                f"numgrad exports a tensor on cuda:{index} to that device, or as a copy to "
+                f"the CPU (1, 0); DLPack device {wanted} was asked"
+                f"{' with copy=False' if copy is False else ''}: move it first "
+                "(t.cpu(), t.to('cuda:N'))")
+        # The consumer wants it on the host: a copy, through NumPy's exporter.
+        kwargs = {"copy": True} if versioned else {}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        return t._data._ng_host().__dlpack__(**kwargs)
+    data = t.detach().clone()._data if copy else t._data
+    return devices.cuda_dlpack_capsule(data, index, versioned=versioned, stream=stream,
+                                       copied=bool(copy))
 
 
 def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
@@ -73,18 +94,19 @@ def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
     >>> t
     tensor([5., 0., 0.], dtype=numgrad.float64)
     """
-    if not hasattr(obj, "__dlpack__") or not hasattr(obj, "__dlpack_device__"):
+    if not hasattr(obj, "__dlpack_device__") or not hasattr(obj, "__dlpack__"):
+        if getattr(obj, "__cuda_array_interface__", None) is not None:
+            t = _from_cuda_interface(obj)
+            t = t.clone() if copy else t
+            return t if device is None else t.to(device)
         what = type(obj).__name__
         hint = (" (a bare DLPack capsule, as torch.utils.dlpack.to_dlpack makes: pass the "
                 "tensor itself instead)" if what == "PyCapsule" else "")
         raise TypeError(f"from_dlpack(): expected an object with __dlpack__ and "
                         f"__dlpack_device__ (a DLPack producer), got {what}{hint}")
-    kind, index = obj.__dlpack_device__()
-    kind = int(kind)
+    kind = int(obj.__dlpack_device__()[0])
     if kind in (KDL_CUDA, KDL_CUDA_MANAGED):
-        t = _from_cuda(obj, int(index))
-        if copy:
-            t = t.clone()
+        t = _from_cuda(obj, copy)
     elif kind in (KDL_CPU, KDL_CUDA_HOST):
         t = _wrap(np.from_dlpack(obj, copy=copy))
     else:
@@ -101,12 +123,19 @@ def _wrap(a: np.ndarray) -> Tensor:
     return Tensor._make(a)
 
 
-def _from_cuda(obj, index):
-    if getattr(obj, "__cuda_array_interface__", None) is None:
-        raise BufferError(
-            f"from_dlpack(): {type(obj).__name__} lives on CUDA device {index} but has no "
-            "__cuda_array_interface__, which numgrad imports CUDA memory through; pass an "
-            "object that has one (CuPy arrays, PyTorch and Numba CUDA tensors do), or copy "
-            "the data to the host first")
+def _from_cuda(obj, copy):
+    from numgrad import devices
+
+    t, read_only = devices.cuda_from_dlpack(obj)
+    if read_only or copy:
+        # numgrad's tensors are writable: memory the producer marked read-only is copied.
+        if read_only and copy is False:
+            raise BufferError("from_dlpack(): the producer's memory is read-only and numgrad "
+                              "tensors are writable; pass copy=None to copy it")
+        t = t.clone()
+    return t
+
+
+def _from_cuda_interface(obj):
     from numgrad import devices
     return devices.wrap_cuda_interface(obj)

@@ -431,8 +431,9 @@ class Tensor:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule of this tensor's memory (the consumer side is
         ``torch.from_dlpack(t)``, ``np.from_dlpack(t)``, ``jax.dlpack.from_dlpack(t)``):
-        zero-copy on the CPU. Raises BufferError for a tensor that requires grad (as
-        PyTorch), and for a CUDA tensor (use ``__cuda_array_interface__``)."""
+        zero-copy on the CPU and on CUDA (``max_version >= (1, 0)`` gets a versioned
+        capsule; ``stream`` is the consumer's CUDA stream). Raises BufferError for a
+        tensor that requires grad (as PyTorch)."""
         from numgrad import dlpack
         return dlpack.export(self, stream=stream, max_version=max_version,
                              dl_device=dl_device, copy=copy)

@@ -17,7 +17,8 @@ from numgrad.autograd import engine
 from numgrad.autograd.graph import Node
 from numgrad.compiler import pytree
 from numgrad.compiler.ir import Graph
-from numgrad.compiler.tracer import RandomWatch, Tracer, TracingError
+from numgrad.compiler.random_watch import RandomWatch
+from numgrad.compiler.tracer import Tracer, TracingError
 from numgrad.grad_mode import set_grad_enabled
 from numgrad.ops.views import layout_standin
 from numgrad.tensor import Tensor

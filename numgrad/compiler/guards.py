@@ -21,6 +21,18 @@ The scan over-approximates what the function reads (a guard on a value the trace
 never used costs a retrace when it changes, never a wrong answer). What it cannot
 see: values reached through module attributes (``cfg.LR`` with ``cfg`` a module)
 or computed by C code. Those are documented in the README.
+
+numgrad's own code is skipped (it reads no state a user changes between calls), with
+one exception: the methods of ``numgrad.nn`` classes read the layer state a user sets
+(``training``, a Dropout's ``p``, a LayerNorm's ``eps``, the children of a
+``Sequential``, forward hooks, parameters replaced by new ones). Their bodies (the
+methods reached, and ``__iter__``/``__getitem__``, which syntax calls) are walked for
+the attribute names they load, which are then read on the instances of that class only (a Linear is not guarded on the ``training`` flag a Dropout reads);
+their code, defaults and globals are library constants and get no guard terms. A class
+tells the scan, through ``_ng_attr_tables``, which dicts its ``__getattr__`` serves
+attributes from (a module's parameters, buffers and children), and through
+``_ng_keyed`` which dicts' key sets decide what a call does (a child appended to a
+``Sequential``, a forward hook registered later): those are guarded by length too.
 """
 from __future__ import annotations
 
@@ -29,6 +41,7 @@ import functools
 import math
 import types
 import warnings
+import weakref
 
 import numpy as np
 
@@ -50,6 +63,20 @@ def _skip_module(name):
 
 def _is_numgrad(fn):
     return (getattr(fn, "__module__", None) or "").split(".")[0] == "numgrad"
+
+
+# numgrad packages whose classes' methods read state a user sets between calls (see the
+# module docstring); their free functions (``nn.functional``) read only their arguments.
+_STATEFUL_ROOMS = ("numgrad.nn.",)
+
+
+_IMPLICIT = ("__iter__", "__getitem__", "__len__", "__contains__")
+
+
+def _reads_user_state(fn):
+    qual = getattr(fn, "__qualname__", "")
+    return ((getattr(fn, "__module__", None) or "").startswith(_STATEFUL_ROOMS)
+            and "." in qual and "<locals>" not in qual)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -96,10 +123,12 @@ class Scan:
         self.tensors = {}      # id(tensor) -> (tensor, path expression)
         self.terms = []        # (tag, guard expression), in the order they were found
         self.ns = {"_key": scalar_key, "_copysign": math.copysign}
+        self._names = {}       # id(object) -> its name in ns
         self.warnings = []     # one-line texts for what is baked in unguarded
         self._seen = set()     # id() of containers / objects / functions already walked
         self._objects = []     # (object, path, depth) whose attributes are walked at the end
         self._attrs = set()    # attribute names any reached code loads
+        self._cls_attrs = {}   # class -> attribute names its numgrad methods load on self
         self._tag = None       # the code object whose walk is adding terms (None: the roots)
 
     def add(self, term):
@@ -109,14 +138,29 @@ class Scan:
         self.terms.append((self._tag, term))
 
     def name(self, obj):
-        """A name in the guard's namespace bound to ``obj``."""
-        n = f"o{len(self.ns)}"
-        self.ns[n] = obj
+        """A name in the guard's namespace bound to ``obj`` (one per object)."""
+        n = self._names.get(id(obj))
+        if n is None:
+            n = self._names[id(obj)] = f"o{len(self.ns)}"
+            self.ns[n] = obj    # (held: its id() stays its own)
         return n
 
     # ------------------------------------------------------------- roots
-    def function(self, fn, path, depth=0):
-        """Walk a callable: its code, defaults, closure and globals."""
+    def function(self, fn, path, depth=0, cls=None):
+        """Walk a callable: its code, defaults, closure and globals. ``cls``: the class of
+        the object it was found on, when it was found as a method."""
+        if isinstance(fn, types.FunctionType) and _reads_user_state(fn):
+            # Keyed by (function, class): Module.__call__ reads other names on a Linear
+            # (its forward's) than on a Dropout.
+            key = (id(fn), cls)
+            if key not in self._seen:
+                self._seen.add(key)
+                names = _code_names(fn.__code__)[1]
+                if cls is None:
+                    self._attrs |= names
+                else:
+                    self._cls_attrs[cls] = self._cls_attrs.get(cls, frozenset()) | names
+            return
         if id(fn) in self._seen or depth > _MAX_DEPTH:
             return
         self._seen.add(id(fn))
@@ -125,7 +169,8 @@ class Scan:
             return self.function(inner, f"{path}._ng_jit_fn", depth + 1)
         if isinstance(fn, types.MethodType):
             self.value(fn.__self__, f"{path}.__self__", depth + 1)
-            return self.function(fn.__func__, f"{path}.__func__", depth + 1)
+            return self.function(fn.__func__, f"{path}.__func__", depth + 1,
+                                 type(fn.__self__))
         if isinstance(fn, functools.partial):
             self.function(fn.func, f"{path}.func", depth + 1)
             for i, a in enumerate(fn.args):
@@ -136,7 +181,9 @@ class Scan:
         if not isinstance(fn, types.FunctionType):
             call = getattr(type(fn), "__call__", None)
             if isinstance(call, types.FunctionType) and not _skip_module(call.__module__):
-                self.value(fn, path, depth)     # a callable object: its attributes and class
+                # A callable object (an nn.Module): its attributes and class. ``path`` names
+                # the object itself, so no identity term.
+                self._objects.append((fn, path, depth))
             return
         if _skip_module(fn.__module__):
             return
@@ -240,36 +287,99 @@ class Scan:
         self.add(" and ".join(terms))
 
     def finish(self):
-        """Walk the attributes that reached code loads, of every object found, to a fixpoint
-        (a method found on an object may load further attributes)."""
-        done = 0
-        while done < len(self._objects):
-            obj, o, depth = self._objects[done]
-            done += 1
-            cls = type(obj)
-            d = getattr(obj, "__dict__", {})
-            for n in sorted(self._attrs):
-                if n in d:
-                    self.value(d[n], f"{o}.{n}" if n.isidentifier() else
-                               f"getattr({o}, {n!r})", depth + 1)
-                    continue
-                member = getattr(cls, n, None)
-                if isinstance(member, (types.FunctionType, property)):
-                    fn = member.fget if isinstance(member, property) else member
-                    if fn is not None and id(fn) not in self._seen:
-                        self.function(fn, self.name(fn), depth + 1)
-                elif n in getattr(cls, "__slots__", ()) and hasattr(obj, n):
-                    self.value(getattr(obj, n), f"{o}.{n}", depth + 1)
-            call = getattr(cls, "__call__", None)
-            if isinstance(call, types.FunctionType) and id(call) not in self._seen \
-                    and not _skip_module(call.__module__):
-                self.function(call, self.name(call), depth + 1)
+        """Walk the attributes that reached code loads, of every object found, to a fixpoint:
+        a method found on an object may load further attributes, on it or on objects
+        walked before."""
+        done = {}               # index in _objects -> attribute names walked on it
+        grown = True
+        while grown:
+            grown = False
+            i = 0
+            while i < len(self._objects):
+                obj, o, depth = self._objects[i]
+                cls = type(obj)
+                names = self._attrs | self._cls_attrs.get(cls, frozenset())
+                walked = done.get(i)
+                if walked is None:
+                    walked = done[i] = set()
+                    call = getattr(cls, "__call__", None)
+                    if isinstance(call, types.FunctionType) and not _skip_module(
+                            call.__module__):
+                        self.function(call, self.name(call), depth + 1, cls)
+                        grown = True
+                    for dunder in _IMPLICIT:
+                        # Called by syntax (``for m in self.layers``, ``self.layers[0]``),
+                        # so no code loads their names: an nn container's children are
+                        # reached through them.
+                        fn = getattr(cls, dunder, None)
+                        if isinstance(fn, types.FunctionType) and _reads_user_state(fn):
+                            self.function(fn, self.name(fn), depth + 1, cls)
+                            grown = True
+                new = names - walked
+                if new:
+                    walked |= new
+                    grown = True
+                    for n in sorted(new):
+                        self._attribute(obj, cls, o, n, depth)
+                i += 1
+
+    def _attribute(self, obj, cls, o, n, depth):
+        d = getattr(obj, "__dict__", {})
+        tables = getattr(cls, "_ng_attr_tables", None)
+        # A module's own state and children are one level down whatever the nesting: the
+        # module tree is finite (and walked once), and a layer five containers deep
+        # must be guarded as well as one at the top.
+        sub = depth if tables is not None else depth + 1
+        if n in d:
+            if tables is not None:
+                # A class that names its tables promises that they, and its __dict__, live
+                # as long as the object: the guard reads the dict, not the attribute (a
+                # module's __getattr__ makes every attribute load slow).
+                path = f"{self.name(d)}[{n!r}]"
+            else:
+                path = f"{o}.{n}" if n.isidentifier() else f"getattr({o}, {n!r})"
+            if n in getattr(cls, "_ng_keyed", ()) and isinstance(d[n], dict):
+                self._keyed(d[n], sub)
+            else:
+                self.value(d[n], path, sub)
+            return
+        member = getattr(cls, n, None)
+        if isinstance(member, (types.FunctionType, property)):
+            fn = member.fget if isinstance(member, property) else member
+            if fn is not None:
+                self.function(fn, self.name(fn), depth + 1, cls)
+            return
+        if n in getattr(cls, "__slots__", ()) and hasattr(obj, n):
+            self.value(getattr(obj, n), f"{o}.{n}", depth + 1)
+            return
+        for table in tables or ():
+            # Served by the class's __getattr__ from one of its dicts (a module's
+            # parameters, buffers and children).
+            entries = d.get(table)
+            if isinstance(entries, dict) and n in entries:
+                self.value(entries[n], f"{self.name(entries)}[{n!r}]", sub)
+                return
+
+    def _keyed(self, d, depth):
+        """A dict whose key set matters (a module's hooks or children), which lives as long
+        as its owner: its length is guarded with its entries, so a key added later
+        retraces."""
+        o = self.name(d)
+        if not d:
+            self.add(f"not {o}")  # the usual case (no hooks): one test
+            return
+        self.add(f"len({o}) == {len(d)}")
+        for n, (k, x) in enumerate(d.items()):
+            if n >= _MAX_ENTRIES:
+                break
+            if isinstance(k, (str, int)):
+                self.value(x, f"{o}[{k!r}]", depth)
 
 
 def _value_term(scan, v, path):
     t = type(v)
-    if v is None:
-        return f"{path} is None"
+    if v is None or t is bool:
+        return f"{path} is {v!r}"   # singletons
     if t is float:
         if v != v:
             return f"({path}.__class__ is float and {path} != {path})"
@@ -279,7 +389,7 @@ def _value_term(scan, v, path):
         if math.isinf(v):
             return f"({path}.__class__ is float and {path} == {'-' if v < 0 else ''}1e999)"
         return f"({path}.__class__ is float and {path} == {v!r})"
-    if t in (bool, int, str, bytes):
+    if t in (int, str, bytes):
         return f"({path}.__class__ is {t.__name__} and {path} == {v!r})"
     # complex, NumPy scalars, tuples: identity first (the usual case), else the full key
     o, k = scan.name(v), scan.name(scalar_key(v))
@@ -317,10 +427,18 @@ def build(s, used_tensors, const_versions, grad_reads, executed, where):
         if found is None:
             continue
         _, path = found
-        o = s.name(t)
+        o, dt = s.name(t), s.name(t._data.dtype)
+        meta = (f"{o}._data.shape == {t._data.shape!r} and "
+                f"({o}._data.dtype is {dt} or {o}._data.dtype == {dt})")
+        try:
+            # The payload seen at trace time (a weak reference: the guard must not keep an
+            # array the tensor let go of) has that shape and dtype: numgrad never reshapes
+            # an array in place, and an optimizer's step writes into it.
+            meta = f"{o}._data is {s.name(weakref.ref(t._data))}() or ({meta})"
+        except TypeError:
+            pass
         terms.append(f"{path} is {o} and {o}._requires_grad is {t._requires_grad} and "
-                     f"{o}._data.shape == {t._data.shape!r} and "
-                     f"{o}._data.dtype == {s.name(t._data.dtype)}")
+                     f"({meta})")
     for t, version in const_versions:
         o = s.name(t)
         terms.append(f"{o}._vc.value == {version}")

@@ -7,11 +7,6 @@ hooks reach the tracer through the same seam and become annotations.
 """
 from __future__ import annotations
 
-import os
-import pickle
-import random
-import sys
-import sysconfig
 import threading
 
 import numpy as np
@@ -255,75 +250,3 @@ class _TracedHook:
 
 def _param_key(params):
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
-
-
-class RandomWatch:
-    """Refuses a trace that drew from a global random generator: the numbers drawn would be
-    frozen into the plan, so every call would see the same ones. To name the line, the user's
-    frames are traced line by line while tracing (only when no debugger or coverage tool has
-    a trace function installed already); the generators' states are compared at each line."""
-
-    _LIBS = tuple({os.path.dirname(os.path.dirname(os.path.abspath(__file__)))} | {
-        os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib", "purelib", "platlib")})
-
-    def __enter__(self):
-        from numgrad import creation
-        self.gens = [("NumPy's global random generator (np.random.*)",
-                      lambda: np.random.mtrand._rand),
-                     ("Python's random module", lambda: random._inst),
-                     ("numgrad's random generator (ng.rand, ng.randn, ...)",
-                      lambda: creation._rng)]
-        self.before = self._states()
-        self.where = None
-        self.executed = set()   # code objects of the user's frames that ran
-        self._last = self.before
-        self._lines = {}
-        self._tracing = sys.gettrace() is None
-        if self._tracing:
-            sys.settrace(self._global)
-        return self
-
-    def _states(self):
-        out = []
-        for _, get in self.gens:
-            g = get()
-            st = g.getstate() if isinstance(g, random.Random) else (
-                g.get_state() if isinstance(g, np.random.RandomState) else g.bit_generator.state)
-            out.append((id(g), pickle.dumps(st)))
-        return out
-
-    def _global(self, frame, event, arg):
-        if os.path.abspath(frame.f_code.co_filename).startswith(self._LIBS):
-            return None
-        self.executed.add(frame.f_code)
-        return self._local if self.where is None else None
-
-    def _local(self, frame, event, arg):
-        if self.where is not None:
-            return None
-        now = self._states()
-        if now != self._last:
-            line = self._lines.get(frame, frame.f_lineno)
-            import linecache
-            text = linecache.getline(frame.f_code.co_filename, line).strip()
-            self.where = f"at {frame.f_code.co_filename}:{line}" + (f": `{text}`" if text else "")
-            return None
-        self._lines[frame] = frame.f_lineno
-        return self._local
-
-    def __exit__(self, exc_type, *exc):
-        if self._tracing:
-            sys.settrace(None)
-        else:
-            self.executed = None  # unknown: a debugger owns the trace function
-        self._lines = None
-        if exc_type is not None:
-            return False
-        for (what, _), before, now in zip(self.gens, self.before, self._states()):
-            if now != before:
-                raise TracingError(
-                    f"the function draws from {what} {self.where or 'while tracing'}: @ng.jit "
-                    "would freeze the numbers drawn during tracing into the compiled plan, so "
-                    "every call would see the same ones. Draw them outside the jitted "
-                    "function and pass them in as tensor arguments.")
-        return False

@@ -8,12 +8,19 @@ A step, for parameters ``P`` and a batch cut into shards ``0..k-1`` along axis 0
 
 1. ``P`` (and the arguments every shard shares) are scattered once, to one worker; each
    other worker fetches them from a worker that has them when its first shard task needs
-   them, so each worker receives ``P`` once, peer to peer. (Not ``scatter(broadcast=True)``:
-   its replication keeps retrying a worker that died during it, for 30 s at a time.) If
-   every copy is lost, the step sends them again. Shard ``i``'s rows travel inside its
-   task, so a task
-   that must run again (its worker died) finds its data in the task itself. Data made on
-   the workers (``dp.shards``) is a task result instead, recomputed from its task if lost.
+   them (Dask's dependency transfer), so each worker receives ``P`` once, peer to peer.
+   If every copy is lost, the step sends them again. Shard ``i``'s rows travel inside its
+   task, so a task that must run again (its worker died) finds its data in the task
+   itself. Data made on the workers (``dp.shards``) is a task result instead, recomputed
+   from its task if lost.
+
+   Not ``client.scatter(..., broadcast=True)``: it ends in ``Scheduler.replicate``, which
+   takes the set of running workers once, at its start, and loops until each of them
+   holds a copy. A worker killed during the loop stays in that set, so every round asks
+   it again (``gather_on_worker`` gives up only after the 30 s connect timeout, and the
+   loop goes on): the scatter, and the step, never return, which is how it stalled the
+   test that kills a worker mid-step. Dependency transfers are rescheduled when a worker
+   dies. Without failures the two cost the same (docs/distributed.md).
 2. Each shard task runs the compiled ``value_and_grad`` of the loss (rebuilt once per
    worker process) and returns ``(rows, value, grads)``.
 3. Pairs of results are added by tasks in the tree of ``shard.tree_sum`` (by shard

@@ -135,24 +135,6 @@ def signature(params, arrays, consts) -> tuple:
                  for a in (*params, *arrays, *consts))
 
 
-def call(fn, *args):
-    """``fn(*args)``, traced again if the trace was refused for a draw from Python's
-    ``random`` module: on a Dask worker (or any process with an event loop thread) other
-    threads draw from it while the task thread traces, and the compiler's check sees the
-    module's state change. A loss that really draws is refused on every try."""
-    from numgrad.errors import TracingError
-
-    for attempt in range(_TRACE_TRIES):
-        try:
-            return fn(*args)
-        except TracingError as exc:
-            if "Python's random module" not in str(exc) or attempt == _TRACE_TRIES - 1:
-                raise
-
-
-_TRACE_TRIES = 4
-
-
 def run(fn, params, shard, consts, positions, reduction: str):
     """One shard's ``(n, value, grads)`` as arrays: ``fn`` (the compiled
     :class:`ShardGradient`) called on tensors made from NumPy arrays. ``positions`` say,
@@ -171,7 +153,7 @@ def run(fn, params, shard, consts, positions, reduction: str):
     for kind, k in positions:
         x = shard[k] if kind == "shard" else consts[k]
         rest.append(tensor(x) if isinstance(x, np.ndarray) else x)
-    value, grads = call(fn, *[tensor(p) for p in params], *rest)
+    value, grads = fn(*[tensor(p) for p in params], *rest)
     value = np.array(value.detach().numpy(), copy=True)
     grads = [np.array(g.detach().numpy(), copy=True) if isinstance(g, Tensor) else g
              for g in grads]

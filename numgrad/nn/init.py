@@ -64,12 +64,12 @@ def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     """Fill with samples from U(a, b) (``torch.nn.init.uniform_``)."""
-    return _fill(tensor, creation._rng.uniform(a, b, tensor.shape))
+    return _fill(tensor, creation._generator().uniform(a, b, tensor.shape))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill with samples from N(mean, std**2) (``torch.nn.init.normal_``)."""
-    return _fill(tensor, creation._rng.normal(mean, std, tensor.shape))
+    return _fill(tensor, creation._generator().normal(mean, std, tensor.shape))
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

@@ -53,6 +53,10 @@ class Module:
     """
 
     training: bool
+    # For @ng.jit's guards (compiler.guards): the dicts __getattr__ serves attributes from,
+    # and those whose key set decides what a call does (a child or hook added later).
+    _ng_attr_tables = ("_parameters", "_buffers", "_modules")
+    _ng_keyed = ("_modules", "_forward_hooks", "_forward_pre_hooks")
 
     def __init__(self):
         d = self.__dict__

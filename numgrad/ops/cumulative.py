@@ -52,8 +52,8 @@ prod_p.defvjp(_prod_vjp)
 
 
 def _np_keep_mask(x, p, seq):
-    from numgrad import creation  # read at call time: ng.manual_seed replaces the generator
-    return creation._rng.random(x.shape) >= p
+    from numgrad import creation
+    return creation._generator().random(x.shape) >= p
 
 
 # `seq` makes every call its own equation (a traced function with two dropouts draws two

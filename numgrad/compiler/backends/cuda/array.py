@@ -172,24 +172,37 @@ def from_interface(obj):
     if strides is not None and tuple(strides) != _c_strides(shape, dtype.itemsize):
         raise ValueError("numgrad wraps C-contiguous CUDA arrays only; make the array "
                          "contiguous first (x.contiguous() / cupy.ascontiguousarray)")
-    cuda_device.check(0)
-    n = max(1, int(np.prod(shape)) if shape else 1)
+    return from_pointer(cai["data"][0], shape, dtype, 0, obj, cai.get("stream"))
+
+
+def from_pointer(ptr, shape, dtype, index, owner, stream=None):
+    """A ``CudaArray`` over C-contiguous device memory at ``ptr`` that numgrad does not own;
+    ``owner`` is kept alive as long as the array (it frees the memory)."""
+    cuda_device.check(index)
+    size = int(np.prod(shape)) if shape else 1
+    if size == 0:   # nothing to share (and the pointer may be NULL)
+        return empty(shape, dtype, _device("cuda", index))
+    n = size
     cuda = _cuda()
     if cuda_device.simulated():
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
         class _Host:  # the simulated device pointer is a host address
             __array_interface__ = {"shape": (n,), "typestr": dtype.str,
-                                   "data": (cai["data"][0], False), "version": 3}
+                                   "data": (ptr, False), "version": 3}
         buf = FakeCUDAArray(np.asarray(_Host()))
     else:
-        flat = {"shape": (n,), "typestr": dtype.str, "data": cai["data"], "strides": None,
-                "version": 3, "stream": cai.get("stream")}
+        flat = {"shape": (n,), "typestr": dtype.str, "data": (ptr, False), "strides": None,
+                "version": 3, "stream": stream}
 
         class _Flat:
             __cuda_array_interface__ = flat
-        buf = cuda.as_cuda_array(_Flat())
-    return CudaArray(buf, shape, dtype, _device("cuda", 0), owner=obj)
+        if index == 0:
+            buf = cuda.as_cuda_array(_Flat())
+        else:
+            with cuda.gpus[index]:
+                buf = cuda.as_cuda_array(_Flat())
+    return CudaArray(buf, shape, dtype, _device("cuda", index), owner=owner)
 
 
 def _c_strides(shape, itemsize):
