@@ -24,9 +24,11 @@ tile read along k do not all hit one bank.
   is read at offset 0 by every batch (stride 0).
 - **Determinism**: every element of C sums its K products in increasing ``k`` in one
   thread, with no atomics: the same bits on every run for a given shape.
-- **Tiles**: 64x64 with 4x4 per thread for outputs of at least ``BIG_OUTPUT`` elements,
-  else 32x32 with 2x2 per thread: 16 results per thread leave too few threads to hide
-  memory latency on a small output (the W3 MLP's largest is 256x512).
+- **Tiles**: 64x64 with 4x4 per thread for outputs of at least ``BIG_OUTPUT`` elements
+  and 64 rows and columns; 16x16 with 2x2 per thread (64 threads) where C has at most 16
+  rows or columns (the W3 MLP's last layer: a 32-wide tile would idle half its
+  threads); else 32x32 with 2x2 per thread. 16 results per thread leave too few threads
+  to hide memory latency on a small output (the W3 MLP's largest is 256x512).
 
 Extents are literals (a CUDA plan is shape-static); int64 matmul runs here too (cuBLAS
 has none).
@@ -77,12 +79,17 @@ class Tiling:
 
 LARGE = Tiling(64, 64, 4, 4)
 SMALL = Tiling(32, 32, 2, 2)
-TILINGS = (LARGE, SMALL)
+THIN = Tiling(16, 16, 2, 2)
+TILINGS = (LARGE, SMALL, THIN)
 
 
 def tiling(dims):
     """The blocking used for ``dims``."""
-    return LARGE if dims.batch * dims.m * dims.n >= BIG_OUTPUT else SMALL
+    if min(dims.m, dims.n) <= THIN.bm:
+        return THIN
+    if dims.batch * dims.m * dims.n >= BIG_OUTPUT and min(dims.m, dims.n) >= LARGE.bm:
+        return LARGE
+    return SMALL
 
 
 def _advances(b, batch):
