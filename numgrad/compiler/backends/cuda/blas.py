@@ -129,8 +129,8 @@ def _probe():
     try:
         version = tuple(int(cublas.get_property(p)) for p in (MAJOR, MINOR, PATCH))
     except Exception as exc:  # noqa: BLE001  (the library, or the driver, is missing)
-        return (f"the cuBLAS library did not load ({_first_line(exc)}); "
-                "pip install nvidia-cublas-cu12"), None
+        return (f"the cuBLAS library did not load ({_first_line(exc)}): it needs NVIDIA's "
+                "driver and the nvidia-cublas-cu12 wheel (pip install 'numgrad[cublas]')"), None
     return None, version
 
 
@@ -224,7 +224,13 @@ def handle(index=0) -> Handle:
     """Device ``index``'s handle, made on first use."""
     h = _HANDLES.get(index)
     if h is None:
-        h = _HANDLES[index] = Handle(index)
+        try:
+            h = Handle(index)
+        except Exception as exc:  # noqa: BLE001  (cuBLAS's status, said with the way out)
+            raise RuntimeError(f"cuBLAS could not start on cuda:{index} ({_first_line(exc)}); "
+                               f"set {FLAG}=kernel to run matmul with numgrad's own "
+                               "kernel") from exc
+        _HANDLES[index] = h
     return h
 
 

@@ -9,13 +9,17 @@ as a ``numba.cuda`` kernel for the CUDA renderer when cuBLAS does not take it
 block of it held in registers (one variable per element: the source is unrolled here,
 so nothing depends on NVVM promoting a local array). The K loop is staged through
 shared memory ``bk`` at a time: per stage every thread loads a fixed share of the A and
-B tiles (zero beyond the edges), then for each of the ``bk`` steps reads ``tm`` values of
-A and ``tn`` of B and does ``tm * tn`` multiply-adds, where the old 16x16 tiled kernel
-did one per pair of loads. A thread's elements of C are spaced ``threads`` apart
-(rows ``ty + i * threads_y``, columns ``tx + j * threads_x``), so the shared reads of a
-warp hit distinct banks or broadcast, and the stores of C are coalesced. The shared A
-and B tiles are stored k-major with one element of padding per row, so the stores of a
-tile read along k do not all hit one bank.
+B tiles (zero beyond the edges), then, for each of the ``bk`` steps, reads ``tm``
+values of A and ``tn`` of B and does ``tm * tn`` multiply-adds: one (2x2) or two (4x4)
+per shared load, where a plain 16x16 tiled kernel does one per two loads. ``UNROLL``
+steps per loop iteration are unrolled in the source, so every shared read is a base
+plus a constant (unrolling all 16 triples the compile time and saves a few integer
+instructions per 64 multiply-adds). A thread's elements of C are a thread-block width
+apart (rows ``ty + i * threads_y``, columns ``tx + j * threads_x``), so the shared
+reads of a warp hit distinct banks or broadcast, and the stores of C are coalesced. The
+shared tiles are stored k-major with one element of padding per row, so that the
+stores of a tile read along k do not all hit one bank. Indices are typed unsigned
+(never negative), which spares every access Numba's negative-index fix-up.
 
 - **Transposed operands** (``W.T`` of a linear layer, folded by the renderer): the tile
   is loaded from the stored matrix, each thread's loads running along its stored rows,
@@ -46,6 +50,7 @@ from numgrad.compiler.schedule import _size
 
 SPELL = Spell("math")
 MAX_GRID_YZ = 65535          # CUDA's limit on gridDim.y and gridDim.z
+UNROLL = 4                   # K steps per iteration of the inner loop, unrolled in the source
 BIG_OUTPUT = 1 << 19         # elements of C (all batches) from which 64x64 tiles are used
 
 
@@ -134,7 +139,7 @@ def kernel_lines(dtype, dims, ta, tb, til):
     bm, bn, tm, tn, bk = til.bm, til.bn, til.tm, til.tn, til.bk
     nx, ny = til.threads
     nt = nx * ny
-    assert nt % bk == 0 and nt % bm == 0 and nt % bn == 0
+    assert nt % bk == 0 and nt % bm == 0 and nt % bn == 0 and bk % UNROLL == 0
     assert (bm * bk) % nt == 0 and (bn * bk) % nt == 0
     sa, sb = bm + 1, bn + 1   # shared row lengths (padded)
     out = []
@@ -190,14 +195,17 @@ def kernel_lines(dtype, dims, ta, tb, til):
             s(2, f"sb[{u(f'({q}) * {sb} + fb')}] = b[{u(f'ob + kb * {n} + col0 + fb')}] "
                  f"if kb < {k} and col0 + fb < {n} else {zero}")
     s(2, "cuda.syncthreads()")
-    for kk in range(bk):   # unrolled: every shared read is a base plus a constant
+    s(2, f"for kk in range(0, {bk}, {UNROLL}):")
+    s(3, f"pa = kk * {sa} + ty")
+    s(3, f"pb = kk * {sb} + tx")
+    for q in range(UNROLL):
         for i in range(tm):
-            s(2, f"a{i} = sa[{u(f'ty + {kk * sa + i * ny}')}]")
+            s(3, f"a{i} = sa[{u(f'pa + {q * sa + i * ny}')}]")
         for j in range(tn):
-            s(2, f"b{j} = sb[{u(f'tx + {kk * sb + j * nx}')}]")
+            s(3, f"b{j} = sb[{u(f'pb + {q * sb + j * nx}')}]")
         for i in range(tm):
             for j in range(tn):
-                s(2, f"c{i}_{j} += a{i} * b{j}")
+                s(3, f"c{i}_{j} += a{i} * b{j}")
     s(2, "cuda.syncthreads()")
     s(1, "col = col0 + tx")
     for i in range(tm):

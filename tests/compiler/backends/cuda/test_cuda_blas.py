@@ -204,3 +204,14 @@ def test_batches_take_the_strided_batched_routine(monkeypatch, _real_device):
     stride_a, stride_b, count = call[1][9], call[1][12], call[1][-1]
     assert (stride_a, stride_b, count) == (0, 15, 2)   # W shared by both batches
     assert blas.status()["steps"]["cublas"] >= 1 and blas.status()["cublas"] is True
+
+
+def test_a_handle_that_cannot_start_says_how_to_run_without_it(monkeypatch, _real_device):
+    fake = stand_in_nvmath(monkeypatch)
+
+    def refuse():
+        raise RuntimeError("CUBLAS_STATUS_NOT_INITIALIZED")
+    fake.create = refuse
+    with pytest.raises(RuntimeError, match=r"cuBLAS could not start on cuda:0 .*"
+                                           r"NOT_INITIALIZED.*NUMGRAD_CUDA_MATMUL=kernel"):
+        ng.jit(_mm)(_cuda((3, 5), 0), _cuda((5, 7), 1))
