@@ -226,7 +226,7 @@ def handle(index=0) -> Handle:
     if h is None:
         try:
             h = Handle(index)
-        except Exception as exc:  # noqa: BLE001  (cuBLAS's status, said with the way out)
+        except Exception as exc:  # cuBLAS's status, said with the way out
             raise RuntimeError(f"cuBLAS could not start on cuda:{index} ({_first_line(exc)}); "
                                f"set {FLAG}=kernel to run matmul with numgrad's own "
                                "kernel") from exc
@@ -251,14 +251,16 @@ def prepare(step, slot, device, pool):
     sa, sb, sc = slot(vb), slot(va), slot(o)   # cuBLAS's A is numgrad's B
     fresh, take = cuda_array.fresh, pool.take
 
+    # The arguments around the three pointers, fixed for the step.
+    head = (h, g.transa, g.transb, g.m, g.n, g.k, alpha)
     if g.batch > 1:
-        def call(pa, pb, pc):
-            fn(h, g.transa, g.transb, g.m, g.n, g.k, alpha, pa, g.lda, g.stride_a, pb, g.ldb,
-               g.stride_b, beta, pc, g.ldc, g.stride_c, g.batch)
+        after_a, after_b, after_c = ((g.lda, g.stride_a), (g.ldb, g.stride_b, beta),
+                                     (g.ldc, g.stride_c, g.batch))
     else:
-        def call(pa, pb, pc):
-            fn(h, g.transa, g.transb, g.m, g.n, g.k, alpha, pa, g.lda, pb, g.ldb, beta, pc,
-               g.ldc)
+        after_a, after_b, after_c = (g.lda,), (g.ldb, beta), (g.ldc,)
+
+    def call(pa, pb, pc):
+        fn(*head, pa, *after_a, pb, *after_b, pc, *after_c)
 
     def run(env):
         out = env[sc] = fresh(take(nbytes), shape, dt, device)
