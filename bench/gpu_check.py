@@ -9,7 +9,8 @@
    move / the bandwidth of a device-to-device copy measured here), printed as ratios.
 
 ``python bench/gpu_check.py`` from the repository root. Without a GPU (or under Numba's
-simulator) it says so and exits 0 without running anything.
+simulator) it says so and exits 0 without running anything. It prints which matmul path
+W3 took (cuBLAS through nvmath-python, or numgrad's kernel).
 
 ``--peers`` times W1, W2 (1e6-1e8 float64, 1e7 float32), W3 and W4 on the device for
 numgrad (``jit(value_and_grad)``, jit call + ``.backward()``, eager) beside torch eager,
@@ -153,7 +154,7 @@ os.environ["NUMGRAD_GPU_CHECK_SHIM"] = "1"
 # (system, workload, timeout s): the copy floors first, numgrad first (it names the device),
 # torch last per workload: its compiles are the slowest part.
 PLAN = [("numgrad", "copy", 30), ("torch", "copy", 30)] + [
-    (system, w, {"W2": 90, "W4": 60}.get(w, 45))
+    (system, w, {"W2": 90, "W3": 60, "W4": 60}.get(w, 45))
     for w in ("W1", "W2", "W3", "W4") for system in ("numgrad", "jax", "torch")]
 
 
@@ -258,6 +259,11 @@ def main(argv=None):
               "(simulator + sm_90 PTX).")
         return 0
     sys.path.insert(0, ROOT)
+    import numpy as np
+    if not hasattr(np, "row_stack"):
+        exec(compile(SHIM, "gpu_check's numpy.row_stack shim", "exec"), {})  # noqa: S102
+        print("NumPy has no row_stack: aliased to numpy.vstack in this process (the shim "
+              "numba-cuda 0.30 needs to compile kernels)")
     from numba import cuda
     t_start = time.perf_counter()
     dev = cuda.get_current_device()
@@ -277,6 +283,9 @@ def main(argv=None):
         g, c = times["cuda"], times["cpu"]
         print(f"   {label}: GPU {g * 1e3:.3f} ms, numgrad CPU {c * 1e3:.3f} ms, floor "
               f"{floor * 1e3:.3f} ms -> CPU/GPU {c / g:.1f}x, GPU/floor {g / floor:.1f}x")
+    from bench import gpu_report
+    from numgrad.compiler.backends.cuda import blas
+    print(gpu_report.matmul_line("this process", blas.status()).lstrip("- "))
     print(f"gpu_check done in {time.perf_counter() - t_start:.0f} s")
     return 1 if bad else 0
 

@@ -9,7 +9,9 @@ with inputs already on the device, and writes one JSON object: the device's name
 versions, and per case and variant the first call (cold, compile included) and the median
 of synchronised steady calls, with the value computed (the parent checks the systems
 agree). ``copy`` measures the device-to-device copy bandwidth instead (numgrad: through
-numba-cuda; torch: ``Tensor.copy_``).
+numba-cuda; torch: ``Tensor.copy_``). numgrad's results say which matmul path its plans
+took (``matmul``: cuBLAS through nvmath-python, or numgrad's kernel, and why); where it
+was cuBLAS, W3 is also timed with ``NUMGRAD_CUDA_MATMUL=kernel`` (the fallback).
 
 ``--dry-run`` proves the plumbing without a GPU: tiny shapes, a couple of calls, numgrad
 under Numba's simulator and torch/JAX on the CPU (the parent sets the environment), and
@@ -126,11 +128,51 @@ def numgrad_variants(workload, params, data):
             out.backward()
             return out
         return step
-    out = {"numgrad jit v&g": lambda: vg(*dev)[0],
-           "numgrad jit + .backward()": backward_with(jf)}
+    out = {"numgrad jit v&g": lambda: vg(*dev)[0]}
+    if workload == "W3" and _cublas_in_use():
+        out[KERNEL_VARIANT] = _with_kernel_matmul(
+            ng.jit(ng.value_and_grad(fn, argnums=argnums)), dev)
+    out["numgrad jit + .backward()"] = backward_with(jf)
     if params.get("n", 0) <= EAGER_MAX_N:
         out["numgrad eager"] = backward_with(fn)
     return out, ng.cuda.synchronize, lambda v: float(v.item())
+
+
+KERNEL_VARIANT = "numgrad jit v&g, matmul kernel"
+
+
+def _cublas_in_use():
+    from numgrad import config
+    from numgrad.compiler.backends.cuda import blas
+    return blas.unavailable() is None and config.get(blas.FLAG) != "kernel"
+
+
+def _with_kernel_matmul(vg, dev):
+    """A step whose plan is rendered (at its first call) with numgrad's matmul kernel: the
+    flag is read when a plan is rendered, so it is set around that call only."""
+    from numgrad.compiler.backends.cuda import blas
+    first = [True]
+
+    def step():
+        if not first[0]:
+            return vg(*dev)[0]
+        first[0] = False
+        old = os.environ.get(blas.FLAG)
+        os.environ[blas.FLAG] = "kernel"
+        try:
+            return vg(*dev)[0]
+        finally:
+            if old is None:
+                del os.environ[blas.FLAG]
+            else:
+                os.environ[blas.FLAG] = old
+    return step
+
+
+def matmul_status():
+    """numgrad's matmul path in this process (``backends.cuda.blas.status``)."""
+    from numgrad.compiler.backends.cuda import blas
+    return blas.status()
 
 
 def torch_variants(workload, params, data, device):
@@ -259,8 +301,12 @@ def run(system, workload, dry, budget_s, path):
             except Exception as exc:  # noqa: BLE001
                 result["errors"].append(f"{workload} {label} {name}: "
                                         f"{type(exc).__name__}: {exc}"[:300])
+            if system == "numgrad":
+                result["matmul"] = matmul_status()
             _write(result, path)
             print(f"{system} {workload} {label} {name} done", flush=True)
+    if system == "numgrad":
+        result["matmul"] = matmul_status()
     return result
 
 

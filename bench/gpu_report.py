@@ -1,7 +1,8 @@
 """The results file of ``bench/gpu_check.py --peers``: one JSON (everything measured) and
 one Markdown table (µs per fwd+bwd call, one row per workload case, one column per
 system and variant; the cold first calls; the copy-bandwidth floor of W2; whether the
-systems' values agree), both named after the device and stamped with the revision."""
+systems' values agree; which matmul path numgrad took, per workload), both named after
+the device and stamped with the revision."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,8 @@ import subprocess
 import time
 
 COLUMNS = ("torch eager", "torch.compile", "jax jit v&g", "numgrad jit v&g",
-           "numgrad jit + .backward()", "numgrad eager")
+           "numgrad jit v&g, matmul kernel", "numgrad jit + .backward()", "numgrad eager")
+OPTIONAL = {"numgrad jit v&g, matmul kernel"}   # shown only where some row has it
 WORKLOADS = ("W1", "W2", "W3", "W4")
 
 
@@ -52,8 +54,10 @@ def _agree(values, case):
 
 def build(children, meta):
     """``children``: the JSON objects the per-system processes wrote (or error stubs)."""
-    rows, errors, bw, devices, versions = {}, [], {}, {}, {}
+    rows, errors, bw, devices, versions, matmul = {}, [], {}, {}, {}, {}
     for c in children:
+        if c.get("matmul"):
+            matmul[c["workload"]] = c["matmul"]
         errors += [f"[{c.get('system')} {c.get('workload')}] {e}" for e in c.get("errors", [])]
         if c.get("device"):
             devices[c["system"]] = c["device"]
@@ -64,14 +68,30 @@ def build(children, meta):
         for r in c.get("rows", []):
             rows.setdefault((c["workload"], r["case"]), {})[r["variant"]] = r
     return {**meta, "devices": devices, "versions": versions, "copy_bytes_per_s": bw,
+            "matmul": matmul,
             "rows": [{"workload": w, "case": case, "results": res}
                      for (w, case), res in sorted(rows.items(), key=lambda kv: (
                          WORKLOADS.index(kv[0][0]), kv[0][1]))],
             "errors": errors}
 
 
+def matmul_line(workload, m):
+    """One line saying which matmul path numgrad's plans took in ``workload``'s process."""
+    steps = m.get("steps", {})
+    if m.get("cublas"):
+        path = (f"cuBLAS through nvmath-python {m.get('nvmath')} (cuBLAS "
+                f"{m.get('cublas_version')})")
+    else:
+        path = f"numgrad's matmul kernel (no cuBLAS: {m.get('why_not')})"
+    return (f"- numgrad matmul, {workload}: {path}; `NUMGRAD_CUDA_MATMUL={m.get('mode')}`; "
+            f"{steps.get('cublas', 0)} cuBLAS and {steps.get('kernel', 0)} kernel steps "
+            "rendered")
+
+
 def markdown(report):
     bw = report["copy_bytes_per_s"]
+    columns = [c for c in COLUMNS if c not in OPTIONAL
+               or any(c in row["results"] for row in report["rows"])]
     floor_bw = max(bw.values()) if bw else None
     lines = [f"# numgrad on {report['device']}: `gpu_check --peers`", "",
              f"- revision `{report['revision']}`, {report['date']}, "
@@ -86,22 +106,24 @@ def markdown(report):
                      "that numba-cuda 0.30 can compile kernels")
     for system, v in sorted(report["versions"].items()):
         lines.append(f"- {system}: " + ", ".join(f"{k} {x}" for k, x in v.items()))
-    lines += ["", "| µs per fwd+bwd call | " + " | ".join(COLUMNS) + " | W2 floor | values agree |",
-              "|---|" + "---|" * (len(COLUMNS) + 2)]
+    for workload, m in sorted(report.get("matmul", {}).items()):
+        lines.append(matmul_line(workload, m))
+    lines += ["", "| µs per fwd+bwd call | " + " | ".join(columns) + " | W2 floor | values agree |",
+              "|---|" + "---|" * (len(columns) + 2)]
     for row in report["rows"]:
         res = row["results"]
-        cells = [f"{res[c]['median_us']:,.0f}" if c in res else "—" for c in COLUMNS]
+        cells = [f"{res[c]['median_us']:,.0f}" if c in res else "—" for c in columns]
         nb = _n_bytes(row["case"]) if row["workload"] == "W2" else None
         floor = f"{nb / floor_bw * 1e6:,.0f}" if nb and floor_bw else "—"
-        agree = _agree([res[c]["value"] for c in COLUMNS if c in res], row["case"])
+        agree = _agree([res[c]["value"] for c in columns if c in res], row["case"])
         lines.append(f"| {row['workload']} {row['case']} | " + " | ".join(cells) +
                      f" | {floor} | {agree} |")
     lines += ["", "First call in a fresh process (s, compile included):", "",
-              "| case | " + " | ".join(COLUMNS) + " |", "|---|" + "---|" * len(COLUMNS)]
+              "| case | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
     for row in report["rows"]:
         res = row["results"]
         lines.append(f"| {row['workload']} {row['case']} | " + " | ".join(
-            f"{res[c]['first_s']:.2f}" if c in res else "—" for c in COLUMNS) + " |")
+            f"{res[c]['first_s']:.2f}" if c in res else "—" for c in columns) + " |")
     if report["errors"]:
         lines += ["", "Errors and timeouts:", ""] + [f"- {e}" for e in report["errors"]]
     return "\n".join(lines) + "\n"

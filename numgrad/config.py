@@ -20,6 +20,7 @@ class Flag:
     type: type          # bool, int, float or str
     default: object     # None: computed where it is used (see doc)
     doc: str
+    choices: tuple = ()  # str flags: the values it accepts (empty: any)
 
     def parse(self, text):
         if self.type is bool:
@@ -28,6 +29,12 @@ class Flag:
                 return low in _TRUE
             raise ValueError(f"{self.name}={text!r}: expected one of "
                              f"{', '.join(_TRUE + _FALSE)}")
+        if self.choices:
+            low = text.strip().lower()
+            if low not in self.choices:
+                raise ValueError(f"{self.name}={text!r}: expected one of "
+                                 f"{', '.join(self.choices)}")
+            return low
         try:
             return self.type(text)
         except ValueError:
@@ -62,6 +69,8 @@ FLAGS = {f.name: f for f in (
          doc="print the graph after each compiler pass"),
     Flag(name="NUMGRAD_CUDA_CACHE_MAX_BYTES", type=float, default=None,
          doc="cap on idle bytes the CUDA allocator keeps cached (default: no cap)"),
+    Flag(name="NUMGRAD_CUDA_MATMUL", type=str, default="auto", choices=("auto", "cublas", "kernel"),
+         doc="CUDA matmul: cuBLAS through nvmath-python where it loads (auto), or forced"),
     Flag(name="NUMGRAD_PTX_ALL", type=bool, default=False,
          doc="tests: compile every CUDA kernel the session rendered to PTX, not a sample"),
 )}

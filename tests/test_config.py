@@ -66,3 +66,14 @@ def test_info_lists_every_flag():
     assert proc.returncode == 0, proc.stderr
     listed = set(NAME.findall(proc.stdout))
     assert set(config.FLAGS) <= listed
+
+
+def test_a_flag_with_choices_takes_only_those(monkeypatch):
+    monkeypatch.setenv("NUMGRAD_CUDA_MATMUL", " Kernel ")
+    assert config.get("NUMGRAD_CUDA_MATMUL") == "kernel"
+    monkeypatch.setenv("NUMGRAD_CUDA_MATMUL", "gemm")
+    with pytest.raises(ValueError, match=r"NUMGRAD_CUDA_MATMUL='gemm': expected one of auto, "
+                                         r"cublas, kernel"):
+        config.get("NUMGRAD_CUDA_MATMUL")
+    monkeypatch.delenv("NUMGRAD_CUDA_MATMUL")
+    assert config.get("NUMGRAD_CUDA_MATMUL") == "auto"

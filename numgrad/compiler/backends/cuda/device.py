@@ -55,6 +55,9 @@ class Launch:
     cc: tuple
 
 
+# The stream every launch, copy and cuBLAS call of numgrad uses: the default stream.
+STREAM = 0
+
 # The block size every kernel is rendered for: shared-memory buffers are sized by it. The
 # simulator runs each thread as a Python thread, so it launches fewer (a power of two
 # below it; the tree reductions read cuda.blockDim.x).

@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from numgrad.compiler.backends.cuda import array as cuda_array, device as cuda_device
-from numgrad.compiler.backends.cuda import allocator
+from numgrad.compiler.backends.cuda import allocator, blas
 
 def _core_launch(*args):
     from cuda.core import launch
@@ -56,7 +56,7 @@ def _handle(disp, grid, block):
         griddim, blockdim = normalize_kernel_dimensions(grid, block)
         flag = "is_cooperative" if CUDA_CORE_GE_1_0 else "cooperative_launch"
         config = LaunchConfig(grid=griddim, block=blockdim, shmem_size=0, **{flag: False})
-        return kern._codelibrary.get_cufunc().kernel, config, _to_core_stream(0)
+        return kern._codelibrary.get_cufunc().kernel, config, _to_core_stream(cuda_device.STREAM)
     except Exception:  # noqa: BLE001  (another numba-cuda: keep launching through its dispatcher)
         return None
 
@@ -114,7 +114,7 @@ class Prepared:
     """A program's steps on one device, ready to run: ``prepared(arrays)`` returns the
     graph's output arrays."""
 
-    def __init__(self, program, device, host_step, tile):
+    def __init__(self, program, device, host_step):
         self.device = device
         index = device.index or 0
         launch = cuda_device.launch(index)
@@ -176,11 +176,12 @@ class Prepared:
                     kernel(rname, max(1, min(m, launch.max_blocks)), launch.threads,
                            [slot(src), slot(o)], [lay(src), lay(o)], [(slot(o), o.shape, o.dtype)])
             elif kind == "tiled_mm":
-                _, name, (batch, m, n), e, (va, vb) = st
+                _, name, grid, block, e, (va, vb) = st
                 o = e.out
-                grid = (math.ceil(n / tile), math.ceil(m / tile), batch)
-                kernel(name, grid, (tile, tile), [slot(va), slot(vb), slot(o)],
+                kernel(name, grid, block, [slot(va), slot(vb), slot(o)],
                        [lay(va), lay(vb), lay(o)], [(slot(o), o.shape, o.dtype)])
+            elif kind == "cublas":
+                ops.append(blas.prepare(st, slot, device, pool))
             elif kind == "index_map":
                 _, name, idx, e = st
                 o, src = e.out, e.inputs[0]

@@ -13,7 +13,6 @@ import numpy as np
 
 from numgrad.compiler.backends.cuda import array as cuda_array
 from numgrad.compiler.backends.cuda import device as cuda_device
-from numgrad.compiler.backends.cuda.renderer import TILE
 from numgrad.compiler.backends.cuda import launch
 from numgrad.tensor import device as _device
 
@@ -56,7 +55,7 @@ class Program:
         if prep is None:
             if self._fns is None:
                 self._load(device)
-            prep = self._prepared[device] = launch.Prepared(self, device, host_step, TILE)
+            prep = self._prepared[device] = launch.Prepared(self, device, host_step)
         return prep(arrays)
 
 

@@ -18,12 +18,12 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
   (grid-stride over them), threads striding over the reduced elements and a
   shared-memory tree combining them: deterministic too, and no atomics.
 - **host steps** the device can run itself: matmul (``blas`` in the registry: 1-d/2-d
-  operands, or batches with equal batch dims or a 2-d right side) as a 16x16 tiled
-  shared-memory kernel, which reads a transposed operand (``W.T`` of a linear layer)
-  from its source when only matmuls use the transpose (cuBLAS via nvmath-python is not
-  used: it is no dependency here, and the simulator could not test it); a one-input
-  view op (``permute``, slicing...) as a gather through an index map made by running
-  the op's own impl on ``arange`` at
+  operands, or batches whose batch dims match, or are all 1 or absent on one side; see
+  ``matmul_kernel.matmul_dims``) as a cuBLAS call through nvmath-python where it loads
+  (``blas``), else a register-blocked kernel (``matmul_kernel``); either reads a
+  transposed operand (``W.T`` of a linear layer) from its source when only matmuls use
+  the transpose. A one-input view op (``permute``, slicing...) is a gather through an
+  index map made by running the op's own impl on ``arange`` at
   render time. Everything else runs on the host: the op's NumPy impl on a host copy,
   copied back; a hook (``effects``: calls_user) gets the gradient as a CUDA tensor.
 - **layout aliases** (reshape) cost nothing: every value is a C-ordered flat buffer.
@@ -40,11 +40,12 @@ import re
 import numpy as np
 
 from numgrad.compiler import schedule as _schedule
+from numgrad.compiler.backends.cuda import blas, matmul_kernel
 from numgrad.compiler.backends.cuda import device as cuda_device
+from numgrad.compiler.backends.cuda.matmul_kernel import matmul_dims
 from numgrad.compiler.backends.spelling import Spell
 from numgrad.compiler.schedule import Alias, HostStep, Loop, Reduce, _size
 
-TILE = 16
 _TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
 
 
@@ -109,22 +110,6 @@ def _index_expr(i, shape, strides):
         q = q if d == 0 else f"({q} % {n})"
         terms.append(q if st == 1 else f"{q} * {st}")
     return " + ".join(terms) if terms else "0"
-
-
-def matmul_dims(e):
-    """(batch, M, K, N, x batched, y batched) for the tiled kernel, or None (host)."""
-    x, y = e.inputs
-    if x.dtype != y.dtype or x.dtype.kind != "f" or x.ndim == 0 or y.ndim == 0:
-        return None
-    xs = (1,) + x.shape if x.ndim == 1 else x.shape
-    ys = y.shape + (1,) if y.ndim == 1 else y.shape
-    bx, by = xs[:-2], ys[:-2]
-    if by and bx != by:
-        return None   # broadcast batches: the host's NumPy matmul
-    batch = _size(bx)
-    if batch > 65535 or _size(e.out.shape) == 0:
-        return None
-    return batch, xs[-2], xs[-1], ys[-1], bool(bx), bool(by)
 
 
 def gather_map(e):
@@ -353,50 +338,16 @@ class Renderer:
 
     # ------------------------------------------------------------ device steps
     def matmul(self, e, srcs):
-        """The tiled matmul; ``srcs``: per operand, the array it is read from and whether
-        that array is the operand transposed (a transpose folded into the read: its tile
-        is loaded along the stored rows, so the loads stay coalesced)."""
-        kname = self.name("_matmul")
-        batch, m, kk, n, bx, by = matmul_dims(e)
-        (va, ta), (vb, tb) = srcs
-        t = _TYPES[e.out.dtype.name]
-        zero = SPELL.lit(0, e.out.dtype)
-        T = TILE
-        s = self.src
-        self._header(kname, ["a", "b", "c"], [_arr(va.dtype), _arr(vb.dtype),
-                                              _arr(e.out.dtype)])
-        s(1, f"sa = cuda.shared.array(({T}, {T}), {t})")
-        s(1, f"sb = cuda.shared.array(({T}, {T}), {t})")
-        s(1, "tx = cuda.threadIdx.x")
-        s(1, "ty = cuda.threadIdx.y")
-        s(1, "z = cuda.blockIdx.z")
-        s(1, f"row0 = cuda.blockIdx.y * {T}")
-        s(1, f"col0 = cuda.blockIdx.x * {T}")
-        s(1, "row = row0 + ty")
-        s(1, "col = col0 + tx")
-        s(1, f"oa = {f'z * {m * kk}' if bx else '0'}")
-        s(1, f"ob = {f'z * {kk * n}' if by else '0'}")
-        s(1, f"acc = {zero}")
-        s(1, f"for t0 in range(0, {kk}, {T}):")
-        if ta:  # a is stored (kk, m): sa[r, k] = a[(t0 + k) * m + row0 + r]
-            s(2, f"sa[tx, ty] = a[oa + (t0 + ty) * {m} + row0 + tx] if (row0 + tx < {m} and "
-                 f"t0 + ty < {kk}) else {zero}")
-        else:
-            s(2, f"sa[ty, tx] = a[oa + row * {kk} + t0 + tx] if (row < {m} and t0 + tx < {kk}) "
-                 f"else {zero}")
-        if tb:  # b is stored (n, kk): sb[k, c] = b[(col0 + c) * kk + t0 + k]
-            s(2, f"sb[tx, ty] = b[ob + (col0 + ty) * {kk} + t0 + tx] if (col0 + ty < {n} and "
-                 f"t0 + tx < {kk}) else {zero}")
-        else:
-            s(2, f"sb[ty, tx] = b[ob + (t0 + ty) * {n} + col] if (col < {n} and t0 + ty < {kk}) "
-                 f"else {zero}")
-        s(2, "cuda.syncthreads()")
-        s(2, f"for q in range({T}):")
-        s(3, "acc += sa[ty, q] * sb[q, tx]")
-        s(2, "cuda.syncthreads()")
-        s(1, f"if row < {m} and col < {n}:")
-        s(2, f"c[z * {m * n} + row * {n} + col] = acc")
-        return ("tiled_mm", kname, (batch, m, n), e, [va, vb])
+        """Matmul ``e``: a cuBLAS call where ``blas.choose`` picks it, else the
+        register-blocked kernel (``matmul_kernel``); ``srcs``: per operand, the array it
+        is read from and whether that array is the operand transposed."""
+        if blas.choose(e) == "cublas":
+            step, text = blas.render(e, srcs, self.name("_cublas"))
+            self.src(0, "")
+            for line in text:
+                self.src(0, f"# {line}")
+            return step
+        return matmul_kernel.render(self, e, srcs)
 
     def gather(self, e, idx):
         kname = self.name("_gather")

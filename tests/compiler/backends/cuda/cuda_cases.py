@@ -35,6 +35,19 @@ def _mlp(w1, b1, w2, b2, x, t):
     return F.nll_loss(F.log_softmax(F.linear(h, w2, b2), dim=1), t)
 
 
+def w3_full(dtype):
+    """W3's inputs as benchmarked (MLP 784-512-10, batch 256), uninitialised, on the device:
+    for rendering its kernels, not running them."""
+    shapes = [(512, 784), (512,), (10, 512), (10,), (256, 784)]
+    return [ng.empty(s, dtype=dtype, device="cuda", requires_grad=i < 4)
+            for i, s in enumerate(shapes)] + [ng.zeros(256, dtype=ng.int64, device="cuda")]
+
+
+def big_product(a, b):
+    """A product big enough for the matmul kernel's large blocking, both sides transposed."""
+    return (a.T @ b.T).sum()
+
+
 def _broadcast(x, b):
     return ((x - b) ** 2).mean(dim=0) * x.amax()
 

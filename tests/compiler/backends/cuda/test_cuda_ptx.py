@@ -1,8 +1,10 @@
 """Every kernel the CUDA test matrix renders compiles for a real GPU: ``compile_ptx`` for
 compute capability 9.0 and the wheel's ``ptxas -arch=sm_90`` (no GPU needed), with
 registers and spills reported per kernel (kernels that differ only in integer literals,
-extents and strides, type and compile alike: one of each is compiled); W2's and W4's kernels (also rendered at the benchmark's sizes, W4 with its 100 steps)
-must not spill.
+extents and strides, type and compile alike: one of each is compiled). W2's and W4's
+kernels (also rendered at the benchmark's sizes, W4 with its 100 steps) must not spill,
+nor any matmul kernel: W3's at its size (float32), the matrix's (float64), and a
+1024x1024 product of transposes (the large blocking), both dtypes.
 
 The simulator, which runs the matrix, replaces ``numba.cuda`` in this process, so the
 compilation runs in a subprocess with ``NUMBA_ENABLE_CUDASIM=0``.
@@ -20,7 +22,9 @@ import pytest
 
 import numgrad as ng
 from numgrad import config
-from cuda_cases import KERNELS, render_only, rendered_log, require_simulator, run_all, w4_full
+from cuda_cases import KERNELS, big_product, render_only, rendered_log, require_simulator
+from cuda_cases import run_all, w3_full, w4_full
+from cuda_cases import _mlp as mlp
 from cuda_cases import _w2 as w2
 
 
@@ -36,6 +40,14 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     kernels += render_only(w2, big, big)
     kernels += render_only(w4_full, ng.empty(1000, dtype=ng.float64, device="cuda",
                                              requires_grad=True))
+    # The matmul kernels of W3 as benchmarked (the matrix's float64 cases have the same
+    # blockings) and of a product big enough for the large blocking, both dtypes.
+    matmuls = render_only(mlp, *w3_full(ng.float32))
+    for dt in (ng.float32, ng.float64):
+        matmuls += render_only(big_product, *[
+            ng.empty((1024, 1024), dtype=dt, device="cuda", requires_grad=True)
+            for _ in range(2)])
+    kernels += [k for k in matmuls if "_matmul" in k[0]]
     from numgrad.compiler.backends.cuda.ptx import distinct
     n_all = len(kernels)
     kernels = distinct(kernels)  # kernels differing only in integer literals: one of each
@@ -57,6 +69,8 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     record_property("ptx_report", "\n".join(lines))
     failed = [(r["name"], r.get("error")) for r in report if not r["ok"]]
     assert not failed, failed
-    spilled = [r["name"] for r in report if r["name"].startswith(("_w2_", "_w4_", "w4_full_"))
+    assert sum("_matmul" in r["name"] for r in report) >= 8   # 3 blockings, 2 dtypes
+    spilled = [r["name"] for r in report
+               if (r["name"].startswith(("_w2_", "_w4_", "w4_full_")) or "_matmul" in r["name"])
                and (r["spill_stores"] or r["spill_loads"])]
     assert not spilled, spilled

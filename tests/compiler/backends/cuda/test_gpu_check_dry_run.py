@@ -34,8 +34,41 @@ def test_dry_run_writes_the_report(tmp_path):
     assert max(values) - min(values) <= 1e-9 * abs(values[0])
     assert report["copy_bytes_per_s"]["numgrad"] > 0
     assert any("W9" in e for e in report["errors"])
+    matmul = report["matmul"]["W1"]   # numgrad's matmul path in that process, and why
+    assert matmul["cublas"] is False and "simulator" in matmul["why_not"]
+    assert matmul["mode"] == "auto" and set(matmul["steps"]) == {"cublas", "kernel"}
     text = open(md).read()
     assert "DRY RUN" in text and "| W1 10 float64 |" in text and "| yes |" in text
+    assert "numgrad matmul, W1: numgrad's matmul kernel (no cuBLAS: Numba's CUDA simulator" \
+        in text and "matmul kernel |" not in text   # no kernel-only column without cuBLAS
+
+
+def test_beside_cublas_w3_is_also_timed_on_the_kernel(monkeypatch):
+    """Where the child's plans take cuBLAS (a stand-in library here), W3 gets a variant
+    whose plan is rendered with NUMGRAD_CUDA_MATMUL=kernel, the flag set around its
+    first call only; both agree."""
+    from blas_stand_in import stand_in_nvmath
+    from bench import gpu_peers
+    from numgrad.compiler.backends.cuda import blas
+    monkeypatch.delenv(blas.FLAG, raising=False)
+    monkeypatch.setattr(blas, "_simulated", lambda: False)
+    blas.reset()
+    stand_in_nvmath(monkeypatch)
+    try:
+        params = gpu_peers.DRY["W3"][0][1]
+        variants, _, value = gpu_peers.numgrad_variants(
+            "W3", params, gpu_peers._case_data("W3", params))
+        assert gpu_peers.KERNEL_VARIANT in variants
+        v_cublas = value(variants["numgrad jit v&g"]())
+        assert blas.STATS["cublas"] >= 2 and blas.STATS["kernel"] == 0
+        v_kernel = value(variants[gpu_peers.KERNEL_VARIANT]())
+        assert blas.STATS["kernel"] == blas.STATS["cublas"]   # the same matmuls, the kernel
+        assert blas.FLAG not in os.environ
+        value(variants[gpu_peers.KERNEL_VARIANT]())   # a later call: its plan, no render
+        assert blas.STATS["kernel"] == blas.STATS["cublas"]
+        assert abs(v_cublas - v_kernel) <= 1e-5 * abs(v_cublas)
+    finally:
+        blas.reset()
 
 
 def test_the_shim_gives_a_numpy_without_row_stack_one(monkeypatch):

@@ -1,0 +1,240 @@
+"""backends.cuda.matmul_kernel: which matmuls the device runs, and the register-blocked kernel.
+
+Room: compiler. ``matmul_dims`` says whether a ``blas`` equation (the registry's matmul:
+dot, mv, mm, batched) runs on the device and with which extents; ``render`` writes it
+as a ``numba.cuda`` kernel for the CUDA renderer when cuBLAS does not take it
+(``backends.cuda.blas``).
+
+**The kernel.** A block computes a ``bm x bn`` tile of C, each thread a ``tm x tn``
+block of it held in registers (one variable per element: the source is unrolled here,
+so nothing depends on NVVM promoting a local array). The K loop is staged through
+shared memory ``bk`` at a time: per stage every thread loads a fixed share of the A and
+B tiles (zero beyond the edges), then, for each of the ``bk`` steps, reads ``tm``
+values of A and ``tn`` of B and does ``tm * tn`` multiply-adds: one (2x2) or two (4x4)
+per shared load, where a plain 16x16 tiled kernel does one per two loads. ``UNROLL``
+steps per loop iteration are unrolled in the source, so every shared read is a base
+plus a constant (unrolling all 16 triples the compile time and saves a few integer
+instructions per 64 multiply-adds). A thread's elements of C are a thread-block width
+apart (rows ``ty + i * threads_y``, columns ``tx + j * threads_x``), so the shared
+reads of a warp hit distinct banks or broadcast, and the stores of C are coalesced. The
+shared tiles are stored k-major with one element of padding per row, so that the
+stores of a tile read along k do not all hit one bank. Indices are typed unsigned
+(never negative), which spares every access Numba's negative-index fix-up.
+
+- **Transposed operands** (``W.T`` of a linear layer, folded by the renderer): the tile
+  is loaded from the stored matrix, each thread's loads running along its stored rows,
+  so global reads stay coalesced either way.
+- **Batches**: ``blockIdx.z``; an operand without batch dims (or with all of them 1)
+  is read at offset 0 by every batch (stride 0).
+- **Determinism**: every element of C sums its K products in increasing ``k`` in one
+  thread, with no atomics: the same bits on every run for a given shape.
+- **Tiles**: 64x64 with 4x4 per thread for outputs of at least ``BIG_OUTPUT`` elements
+  and 64 rows and columns; 16x16 with 2x2 per thread (64 threads) where C has at most 16
+  rows or columns (the W3 MLP's last layer: a 32-wide tile would idle half its
+  threads); else 32x32 with 2x2 per thread. 16 results per thread leave too few threads
+  to hide memory latency on a small output (the W3 MLP's largest is 256x512).
+
+Extents are literals (a CUDA plan is shape-static); int64 matmul runs here too (cuBLAS
+has none).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from numgrad.compiler.backends.spelling import Spell
+from numgrad.compiler.schedule import _size
+
+SPELL = Spell("math")
+MAX_GRID_YZ = 65535          # CUDA's limit on gridDim.y and gridDim.z
+UNROLL = 4                   # K steps per iteration of the inner loop, unrolled in the source
+BIG_OUTPUT = 1 << 19         # elements of C (all batches) from which 64x64 tiles are used
+
+
+class Dims(NamedTuple):
+    """A device matmul's extents: C[batch, m, n] = A[batch?, m, k] @ B[batch?, k, n];
+    ``x_batched``/``y_batched``: whether that operand advances with the batch (else
+    every batch reads its one matrix)."""
+    batch: int
+    m: int
+    k: int
+    n: int
+    x_batched: bool
+    y_batched: bool
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """A kernel's blocking: ``bm x bn`` of C per block, ``tm x tn`` per thread, ``bk``
+    of K per shared-memory stage."""
+    bm: int
+    bn: int
+    tm: int
+    tn: int
+    bk: int = 16
+
+    @property
+    def threads(self):
+        """(threads along x = columns of C, along y = rows)."""
+        return self.bn // self.tn, self.bm // self.tm
+
+
+LARGE = Tiling(64, 64, 4, 4)
+SMALL = Tiling(32, 32, 2, 2)
+THIN = Tiling(16, 16, 2, 2)
+TILINGS = (LARGE, SMALL, THIN)
+
+
+def tiling(dims):
+    """The blocking used for ``dims``."""
+    if min(dims.m, dims.n) <= THIN.bm:
+        return THIN
+    if dims.batch * dims.m * dims.n >= BIG_OUTPUT and min(dims.m, dims.n) >= LARGE.bm:
+        return LARGE
+    return SMALL
+
+
+def _advances(b, batch):
+    # Whether an operand with batch dims ``b`` steps with the broadcast batch (True), reads
+    # one matrix for all of it (False), or broadcasts some dims only (None: not one stride).
+    if _size(b) == 1:
+        return False
+    padded = (1,) * (len(batch) - len(b)) + tuple(b)
+    return True if padded == tuple(batch) else None
+
+
+def matmul_dims(e):
+    """The ``Dims`` of matmul equation ``e`` on the device, or None where it runs on the
+    host: other dtypes than float32/float64/int64 (or mixed), 0-d operands, an empty
+    result, batch dims broadcast other than whole (``(2, 3) x (3,)`` is, ``(2, 1) x
+    (1, 3)`` is not), or more batches or rows than a grid holds."""
+    x, y = e.inputs
+    if x.dtype != y.dtype or x.dtype.kind not in "fi" or x.ndim == 0 or y.ndim == 0:
+        return None
+    xs = (1,) + tuple(x.shape) if x.ndim == 1 else tuple(x.shape)
+    ys = tuple(y.shape) + (1,) if y.ndim == 1 else tuple(y.shape)
+    bx, by = xs[:-2], ys[:-2]
+    batch_shape = np.broadcast_shapes(bx, by)
+    ax, ay = _advances(bx, batch_shape), _advances(by, batch_shape)
+    if ax is None or ay is None:
+        return None
+    batch, m = _size(batch_shape), xs[-2]
+    if batch > MAX_GRID_YZ or -(-m // min(t.bm for t in TILINGS)) > MAX_GRID_YZ:
+        return None
+    if _size(e.out.shape) == 0:
+        return None
+    return Dims(batch, m, xs[-1], ys[-1], ax, ay)
+
+
+def kernel_lines(dtype, dims, ta, tb, til):
+    """The body of the kernel ``(a, b, c)`` as ``[(indent depth, line)]``: C = A @ B of
+    ``dims`` in ``dtype``; ``ta``/``tb``: A (B) is read from its transpose's storage
+    (A stored ``(k, m)``, B stored ``(n, k)``)."""
+    _, m, k, n, bx, by = dims
+    t = np.dtype(dtype).name
+    zero = SPELL.lit(0, dtype)
+    bm, bn, tm, tn, bk = til.bm, til.bn, til.tm, til.tn, til.bk
+    nx, ny = til.threads
+    nt = nx * ny
+    assert nt % bk == 0 and nt % bm == 0 and nt % bn == 0 and bk % UNROLL == 0
+    assert (bm * bk) % nt == 0 and (bn * bk) % nt == 0
+    sa, sb = bm + 1, bn + 1   # shared row lengths (padded)
+    out = []
+
+    def s(depth, text):
+        out.append((depth, text))
+
+    def u(index):
+        # Indices are never negative: typed unsigned, Numba drops its wraparound fix-up
+        # (a sign test and an add per access).
+        return f"np.uint64({index})"
+
+    s(1, f"sa = cuda.shared.array({bk * sa}, {t})")
+    s(1, f"sb = cuda.shared.array({bk * sb}, {t})")
+    s(1, "tx = cuda.threadIdx.x")
+    s(1, "ty = cuda.threadIdx.y")
+    s(1, f"tid = ty * {nx} + tx")
+    s(1, f"row0 = cuda.blockIdx.y * {bm}")
+    s(1, f"col0 = cuda.blockIdx.x * {bn}")
+    s(1, "z = cuda.blockIdx.z")
+    s(1, f"oa = {f'z * {m * k}' if bx else '0'}")
+    s(1, f"ob = {f'z * {k * n}' if by else '0'}")
+    # Each thread's place in the tile loads: ``fast`` along the stored rows (coalesced),
+    # ``slow`` across them, advancing by nt // (fast extent) per pass.
+    fa = bm if ta else bk
+    fb = bk if tb else bn
+    s(1, f"fa = tid % {fa}")
+    s(1, f"qa = tid // {fa}")
+    s(1, f"fb = tid % {fb}")
+    s(1, f"qb = tid // {fb}")
+    for i in range(tm):
+        for j in range(tn):
+            s(1, f"c{i}_{j} = {zero}")
+    s(1, f"for t0 in range(0, {k}, {bk}):")
+    for p in range(bm * bk // nt):
+        q = f"qa + {p * (nt // fa)}"
+        if ta:   # A stored (k, m): row t0 + q of the storage, column row0 + fa
+            s(2, f"ka = t0 + {q}")
+            s(2, f"sa[{u(f'({q}) * {sa} + fa')}] = a[{u(f'oa + ka * {m} + row0 + fa')}] "
+                 f"if ka < {k} and row0 + fa < {m} else {zero}")
+        else:    # A stored (m, k): row row0 + q, column t0 + fa
+            s(2, f"ra = row0 + {q}")
+            s(2, f"sa[{u(f'fa * {sa} + {q}')}] = a[{u(f'oa + ra * {k} + t0 + fa')}] "
+                 f"if ra < {m} and t0 + fa < {k} else {zero}")
+    for p in range(bn * bk // nt):
+        q = f"qb + {p * (nt // fb)}"
+        if tb:   # B stored (n, k): row col0 + q, column t0 + fb
+            s(2, f"cb = col0 + {q}")
+            s(2, f"sb[{u(f'fb * {sb} + {q}')}] = b[{u(f'ob + cb * {k} + t0 + fb')}] "
+                 f"if cb < {n} and t0 + fb < {k} else {zero}")
+        else:    # B stored (k, n): row t0 + q, column col0 + fb
+            s(2, f"kb = t0 + {q}")
+            s(2, f"sb[{u(f'({q}) * {sb} + fb')}] = b[{u(f'ob + kb * {n} + col0 + fb')}] "
+                 f"if kb < {k} and col0 + fb < {n} else {zero}")
+    s(2, "cuda.syncthreads()")
+    s(2, f"for kk in range(0, {bk}, {UNROLL}):")
+    s(3, f"pa = kk * {sa} + ty")
+    s(3, f"pb = kk * {sb} + tx")
+    for q in range(UNROLL):
+        for i in range(tm):
+            s(3, f"a{i} = sa[{u(f'pa + {q * sa + i * ny}')}]")
+        for j in range(tn):
+            s(3, f"b{j} = sb[{u(f'pb + {q * sb + j * nx}')}]")
+        for i in range(tm):
+            for j in range(tn):
+                s(3, f"c{i}_{j} += a{i} * b{j}")
+    s(2, "cuda.syncthreads()")
+    s(1, "col = col0 + tx")
+    for i in range(tm):
+        s(1, f"row = row0 + ty + {i * ny}")
+        s(1, f"if row < {m}:")
+        s(2, f"o = z * {m * n} + row * {n} + col")
+        for j in range(tn):
+            s(2, f"if col + {j * nx} < {n}:")
+            s(3, f"c[{u(f'o + {j * nx}')}] = c{i}_{j}")
+    return out
+
+
+def launch_shape(dims, til):
+    """(grid, block) of the kernel for ``dims``."""
+    return ((math.ceil(dims.n / til.bn), math.ceil(dims.m / til.bm), dims.batch),
+            til.threads)
+
+
+def render(r, e, srcs):
+    """Matmul ``e`` as a kernel of renderer ``r`` (``backends.cuda.renderer.Renderer``);
+    ``srcs``: per operand, (the array read, whether it is the operand's transpose's
+    storage). Returns the launch step."""
+    dims = matmul_dims(e)
+    (va, ta), (vb, tb) = srcs
+    til = tiling(dims)
+    kname = r.name("_matmul")
+    sig = "{}[::1]".format
+    r._header(kname, ["a", "b", "c"], [sig(np.dtype(v.dtype).name) for v in (va, vb, e.out)])
+    for depth, line in kernel_lines(e.out.dtype, dims, ta, tb, til):
+        r.src(depth, line)
+    grid, block = launch_shape(dims, til)
+    return ("tiled_mm", kname, grid, block, e, [va, vb])
