@@ -70,17 +70,16 @@ class PlanCache(OrderedDict):
     def new_code(self, programs):
         """1 if building these programs compiled (or loaded) kernels this function had
         not used before, else 0: a shape-generic plan for one more shape traces again but
-        reuses the generic kernels (same source, same module)."""
+        reuses the generic kernels (same source, same module). A program without module
+        names (llvmlite kernels, a fallback) counts as new code."""
         names = set()
         for p in programs:
             mods = getattr(p, "modules", None)
             if not mods:
                 return 1
             names.update(mods)
-        # Programs move to their threaded tier's module after they were built: ask them.
-        for plan in self.values():
-            for p in getattr(plan, "programs", ()):
-                self._modules.update(getattr(p, "modules", ()))
+        # (A program that moves to its threaded tier's modules reports them here too:
+        # runtime.Plan.late.)
         new = names - self._modules
         self._modules |= names
         return 1 if new else 0

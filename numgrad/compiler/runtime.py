@@ -41,9 +41,20 @@ def _contiguous(a):
 
 
 class Stats:
-    """Counters: ``traces``, ``compiles``, ``cache_hits`` (plan reuse), ``disk_hits``,
-    ``kernels``, ``retraces`` (traces after the first) and ``compile_seconds`` (time
-    spent building plans: tracing and compiling)."""
+    """What a compiled function has done (``compiled.stats``):
+
+    - ``traces``: runs of the function on traced values (each new signature, a changed
+      guard, a Python float that started to vary); ``retraces``: those after the first;
+    - ``compiles``: builds that needed machine code this function had not used before
+      (compiled, or loaded from the disk cache): a plan's programs, the multi-threaded
+      tier a plan compiles at its second call, and the one-pass forward and backward
+      (``compiler.speculate``) compiled when ``f(x).backward()`` comes a second time; a
+      shape-generic plan for one more shape reuses its kernels and counts none;
+    - ``compile_seconds``: the wall time of all of these: tracing and compiling plans, and
+      the compiles plans make later (the tier, the one-pass program);
+    - ``cache_hits``: calls that found their plan; ``disk_hits``: programs loaded from the
+      disk cache; ``kernels``: fused kernels in the last plan built.
+    """
 
     __slots__ = ("traces", "compiles", "cache_hits", "disk_hits", "kernels", "retraces",
                  "compile_seconds")
@@ -210,6 +221,11 @@ class Plan:
         owner.stats.traces += 1
         self._adopt(low)
         self._count(owner.stats)
+        # Compiles the programs make later are shown and counted as this plan's.
+        for p in self.programs:
+            p.late = self.late
+        if self.spec is not None:
+            self.spec.late = self.late
         if owner.verbose:
             print(f"[numgrad.jit] {name}: traced and compiled {len(self.programs)} "
                   f"program(s), {owner.stats.kernels} kernel(s) in "
@@ -266,6 +282,24 @@ class Plan:
 
     def guard_ok(self):
         return self.guard is None or self.guard()
+
+    def late(self, what, build, program=None):
+        """``build()``, a compile one of this plan's programs makes after the plan was built
+        (its multi-threaded tier at the second call; the one-pass program of the habit
+        path, which ``build`` returns): under the progress line, naming the function and
+        ``what``, and counted in the owner's ``stats`` (``compiles`` if it compiled code
+        this function had not used)."""
+        stats = self.owner.stats
+        before = getattr(program, "modules", None)
+        t0 = time.perf_counter()
+        with progress.compiling(self.opts.name, what):
+            out = build()
+        stats.compile_seconds += time.perf_counter() - t0
+        if program is None:           # a new program: new code unless its modules are known
+            stats.compiles += self.owner._plans.new_code([out])
+        elif program.modules != before:   # the tier moved to modules of its own
+            stats.compiles += self.owner._plans.new_code([program])
+        return out
 
     @property
     def joint_graph(self):

@@ -33,7 +33,8 @@ ENABLED = None
 class Speculation:
     """Per plan: the joint program (built when first wanted) and when to use it."""
 
-    __slots__ = ("_build", "_one", "ct_dtype", "joint", "n_grads", "off", "on", "pending")
+    __slots__ = ("_build", "_one", "ct_dtype", "joint", "late", "n_grads", "off", "on",
+                 "pending")
 
     def __init__(self, build, n_grads, ct_shape, ct_dtype):
         self._build = build
@@ -42,6 +43,7 @@ class Speculation:
         self.on = False        # the next calls run the joint program
         self.off = False       # given up for this plan
         self.pending = 0
+        self.late = None       # the owning plan's hook for compiles after its build (runtime)
         self.ct_dtype = np.dtype(ct_dtype)
         self._one = np.ones(ct_shape, ct_dtype)  # the seed; kernels never write an input
 
@@ -81,7 +83,8 @@ class Speculation:
     def run(self, arrays):
         """``(outputs + saved, grads)`` from the joint program."""
         if self.joint is None:
-            self.joint = self._build()
+            self.joint = (self._build() if self.late is None else
+                          self.late("forward and backward in one pass", self._build))
         self.pending += 1
         if self.pending > MAX_PENDING:  # calls without their backward: stop after this one
             self.on, self.off = False, True

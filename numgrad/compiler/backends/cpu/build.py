@@ -107,6 +107,8 @@ def prange_tier(sources, verbose, use_disk):
         _omp.tune()
         if verbose:
             print("[numgrad.jit] second call: compiling the multi-threaded (prange) tier")
+        _progress.note("tier", _cache.module_name(sources[-1]),
+                       [st.name for kind, st in prog.steps if kind == "kernel"])
         for source in sources:
             module, _ = _cache.load_module(source, verbose=verbose, use_disk=use_disk)
         for kind, st in prog.steps:
