@@ -8,6 +8,13 @@ simply traces again if it comes back. It also times plan builds
 (``stats.compile_seconds``), counts traces after the first (``stats.retraces``) and,
 at the ``RETRACE_WARNING``-th retrace, warns once naming the argument whose changes
 caused most of them.
+
+It decides what varies, as torch.compile's automatic dynamic shapes do: the first shape
+of some ranks gets a static-extent plan and a second makes the function shape-generic
+(``wants_generic``); the first value of a Python float argument is a constant of its
+plan, and a second value in a call of the same structure makes that argument a traced
+0-d input from then on (``float_inputs``), unless it is static or the function needs it
+as a Python number (``keep_constant``).
 """
 from __future__ import annotations
 
@@ -15,8 +22,16 @@ import inspect
 import warnings
 from collections import OrderedDict
 
+import numpy as np
+
+from numgrad.compiler.guards import scalar_key
+from numgrad.tensor import Tensor
+
 DEFAULT_MAX_PLANS = 64
 RETRACE_WARNING = 8
+# The types of a float argument that may become a traced value: Python's float and NumPy's
+# float64 (a float subclass with the same arithmetic); a float32 scalar stays a constant.
+FLOATS = (float, np.float64)
 
 
 class PlanCache(OrderedDict):
@@ -35,6 +50,11 @@ class PlanCache(OrderedDict):
         self._warned = False
         self._shapes = {}        # ranks key -> the first tensor shapes traced with them
         self._modules = set()    # kernel modules this function's plans have used
+        self.dynamic = {}        # tree -> leaf positions of floats traced as 0-d inputs
+        self.fast_dynamic = {}   # n -> the same, for a call of n positional leaves (the
+        #                          runtime's fast key)
+        self._first = {}         # (tree, leaf position) -> key of the first float there
+        self._constant = {}      # tree -> float positions the function needs as numbers
 
     def get(self, key, default=None):
         plan = OrderedDict.get(self, key)
@@ -66,6 +86,41 @@ class PlanCache(OrderedDict):
         automatic dynamic shapes). The first shape keeps its static-extent plan."""
         key, shapes = _ranks_key(tree, leaves, grad)
         return self._shapes.setdefault(key, shapes) != shapes
+
+    # ------------------------------------------------ Python floats as values
+    def float_inputs(self, tree, leaves, static=frozenset()):
+        """Leaf positions of the floats this call traces as 0-d inputs: each float seen
+        before, in a call of the same tree, with other bits (so 0.0 and -0.0 differ, NaN
+        matches NaN). The first value stays a constant of its plan. ``static``: positions
+        that are always constants (``static_argnums`` / ``static_argnames``)."""
+        keep = static | self._constant.get(tree, frozenset())
+        dyn = set(self.dynamic.get(tree, ()))
+        for i, x in enumerate(leaves):
+            if i in keep or i in dyn or type(x) not in FLOATS:
+                continue
+            k = scalar_key(float(x))
+            if self._first.setdefault((tree, i), k) != k:
+                dyn.add(i)
+        self._set_dynamic(tree, dyn - keep)
+        return frozenset(i for i in self.dynamic.get(tree, ()) if type(leaves[i]) in FLOATS)
+
+    def keep_constant(self, tree, positions):
+        """The function needs the floats at ``positions`` as Python numbers (an ``if``,
+        ``math.exp``): constants of every later plan of this tree."""
+        self._constant[tree] = self._constant.get(tree, frozenset()) | positions
+        self._set_dynamic(tree, set(self.dynamic.get(tree, ())) - positions)
+
+    def _set_dynamic(self, tree, dyn):
+        if dyn:
+            self.dynamic[tree] = frozenset(dyn)
+        else:
+            self.dynamic.pop(tree, None)
+        n = _positional_leaves(tree)
+        if n is not None:
+            if dyn:
+                self.fast_dynamic[n] = frozenset(dyn)
+            else:
+                self.fast_dynamic.pop(n, None)
 
     def new_code(self, programs):
         """1 if building these programs compiled (or loaded) kernels this function had
@@ -107,13 +162,25 @@ class PlanCache(OrderedDict):
                 f"ng.jit({fname}) has been traced {stats.retraces + 1} times; "
                 f"{_what(name)} changed in {len(seen)} of those retraces "
                 f"(last: {before} -> {after}). Each new signature is traced again (and "
-                "compiled, unless a shape-generic plan covers its shapes): keep it "
-                "fixed, or pass a changing number as a tensor.",
+                "compiled, unless a shape-generic plan covers its shapes). A Python float "
+                "argument becomes a traced value once it varies, unless it is in "
+                "static_argnums/static_argnames or the function needs it as a Python "
+                "number (an `if`, math.*, an op's number parameter); ints, bools, strings "
+                "and other values are always constants: keep it fixed, or pass a "
+                "changing number as a 0-d tensor (ng.tensor(v)).",
                 RuntimeWarning, stacklevel=4)
 
 
+def _positional_leaves(tree):
+    """n for the tree of a call with n positional arguments, each a leaf, and no keywords
+    (the runtime's fast path keys those), else None."""
+    args, kwargs = tree.children
+    if kwargs.children or any(c.kind != "leaf" for c in args.children):
+        return None
+    return len(args.children)
+
+
 def _ranks_key(tree, leaves, grad):
-    from numgrad.tensor import Tensor
     key, shapes = [tree, grad], []
     for x in leaves:
         if isinstance(x, Tensor):
@@ -143,7 +210,6 @@ def _summary(fn, args, kwargs, grad):
 
 
 def _describe(x, depth=0):
-    from numgrad.tensor import Tensor
     if isinstance(x, Tensor):
         d = x._data
         return (f"{d.dtype.name}{list(d.shape)}"

@@ -7,6 +7,14 @@ grad mode is on and an input requires grad, records an ``OpNode``. Evaluation
 asks the payloads how: a NumPy array runs ``prim.impl``; a payload carrying an
 ``_ng_interpreter`` (the jit tracer's IR values) hands the call to it. That is
 the only place tracing plugs into eager code.
+
+Type promotion is PyTorch's (``dtypes.promote``): a Python number only lifts the
+category. A traced Python number (``tracing_hook.weak``: a float argument ``@ng.jit``
+traces as a 0-d float64 input) promotes as the number it stands for, so ``x_f32 * lr``
+stays float32 with ``lr`` rounded to float32 as eager mode rounds it; an op on such
+numbers alone computes in float64 as Python does and gives one again, where the
+registry says the op has Python's bits (``python_exact``), else the trace fails and the
+argument stays a constant.
 """
 from __future__ import annotations
 
@@ -16,6 +24,7 @@ import numpy as np
 
 from numgrad import dtypes as _dt
 from numgrad import tracing_hook
+from numgrad.errors import TracingError, user_location
 from numgrad.autograd import anomaly as _anomaly
 from numgrad.autograd.graph import Node, SavedParam, SavedTensor, edge_of, _sequence
 from numgrad.grad_mode import is_grad_enabled
@@ -97,7 +106,9 @@ def promote_operands(prim, args):
     keys = []
     for a in args:
         if isinstance(a, Tensor):
-            keys.append((a.dtype, a.ndim, False))
+            # A traced Python number is keyed as the number it stands for.
+            weak = getattr(a._data, "_ng_weak", False)
+            keys.append((a.dtype, 0, True) if weak else (a.dtype, a.ndim, False))
         elif isinstance(a, (numbers.Number, np.bool_)) and not isinstance(a, complex):
             keys.append((_dt.of_scalar(a), 0, True))
         else:
@@ -122,8 +133,10 @@ def to_dtype_prim():
 
 def apply(prim, *args, **params):
     """Evaluate ``prim`` on ``args`` and record its backward node when grad mode asks."""
+    weak = False
     if tracing_hook.capture is not None:  # a trace is running: lift captured tensors
         args = _lift(prim, args)
+        weak = prim.kind in BROADCASTING and _python_numbers_only(prim, args)
     if prim.kind in BROADCASTING:
         tensors, datas = promote_operands(prim, args)
         if len(datas) != len(prim.inputs):
@@ -133,6 +146,8 @@ def apply(prim, *args, **params):
         except ValueError:
             broadcast_shapes(*[d.shape for d in datas])  # PyTorch's message if that was it
             raise
+        if weak:  # Python arithmetic on Python numbers gives a Python number
+            out_data._ng_weak = True
     else:
         tensors = args[0] if prim.variadic else args
         if len(tensors) != len(prim.inputs) and not prim.variadic:
@@ -174,6 +189,25 @@ def _lift(prim, args):
         return (type(args[0])(capture(a) if isinstance(a, Tensor) else a for a in args[0]),
                 ) + tuple(args[1:])
     return tuple(capture(a) if isinstance(a, Tensor) else a for a in args)
+
+
+def _python_numbers_only(prim, args):
+    """Whether ``args`` are traced Python numbers and Python numbers alone (the result is
+    then one too). Raises TracingError where the op would not give Python's bits."""
+    traced = False
+    for a in args:
+        if tracing_hook.weak(a):
+            traced = True
+        elif type(a) not in (int, float, bool):
+            return False
+    if not traced:
+        return False
+    exact = prim.python_exact
+    if exact is True or (exact and exact(args)):
+        return True
+    raise TracingError(f"{prim.name} of a Python float argument {user_location()}: compiled "
+                       "code would not give the bits (or the error) Python's float arithmetic "
+                       "gives, so the argument stays a constant of the plan")
 
 
 def _arity_error(prim, args):
