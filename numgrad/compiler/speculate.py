@@ -69,8 +69,11 @@ class Speculation:
             saved = fwd.outputs[len(tr.outputs):len(tr.outputs) + n_saved]
             graph = optimize(tr.graph.copy(outputs=list(tr.outputs) + grads + list(saved)))
             # Its final tier at once: the plan's first call already ran the serial one,
-            # and a serial joint tier would cost one more compile on the way.
-            par = True if opts.parallel == "auto" else opts.parallel
+            # and a serial joint tier would cost one more compile on the way. A
+            # shape-generic plan keeps "auto": its loops decide at run time, and where
+            # none would thread at its shapes the serial tier is final (a prange compile
+            # for nothing costs more than the rest of the program).
+            par = True if opts.parallel == "auto" and not opts.generic else opts.parallel
             return pipeline.compile_graph(graph, backend, opts.but(role="joint", parallel=par))
         return cls(build, len(grads), ct.shape, ct.dtype)
 
