@@ -16,6 +16,8 @@ every step. Two steps are measured, each with a fresh disk cache (a cold start):
 Prints, per step kind, the function's ``stats`` (traces, compiles, compile seconds) after
 the first epoch's first batch and at the end of each epoch, the loop's wall time and the
 slowest call, and the final loss (checked against the same loop run eagerly).
+``--no-mark`` clears the DataLoader's mark on the batches (dim 0 varies), to see what the
+partial last batch costs without it.
 """
 from __future__ import annotations
 
@@ -65,7 +67,7 @@ def schedule(step, total):
     return 0.5 * LR * (1 + math.cos(math.pi * step / total))
 
 
-def run(kind, epochs, jit=True, report=print):
+def run(kind, epochs, jit=True, report=print, mark=True):
     """Train; returns (final loss, stats or None, seconds, slowest call in seconds)."""
     ng.manual_seed(0)
     loader = DataLoader(data(), batch_size=BATCH, shuffle=True, drop_last=False)
@@ -76,6 +78,8 @@ def run(kind, epochs, jit=True, report=print):
     step, slowest, t0, value = 0, 0.0, time.perf_counter(), None
     for epoch in range(epochs):
         for X, T in loader:
+            if not mark:
+                X._ng_dynamic = T._ng_dynamic = None
             lr = schedule(step, total)
             t1 = time.perf_counter()
             if kind == "step":
@@ -104,13 +108,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--kind", choices=("step", "loss", "both"), default="both")
+    p.add_argument("--no-mark", action="store_true", help="clear the batches' dim-0 mark")
     args = p.parse_args(argv)
     print(f"numgrad {ng.__file__}, NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')}, "
           f"{args.epochs} epochs of {len(DataLoader(data(), batch_size=BATCH))} batches")
     for kind in (("step", "loss") if args.kind == "both" else (args.kind,)):
         want, _, eager_s, _ = run(kind, args.epochs, jit=False, report=lambda s: None)
         os.environ["NUMGRAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="numgrad-train-loop-")
-        got, _, secs, slowest = run(kind, args.epochs)
+        got, _, secs, slowest = run(kind, args.epochs, mark=not args.no_mark)
         print(f"  {kind}: loop {secs:.2f} s (eager {eager_s:.2f} s), slowest call "
               f"{slowest:.2f} s, final loss {got:.6f} (eager {want:.6f})")
 

@@ -55,6 +55,7 @@ class PlanCache(OrderedDict):
         #                          runtime's fast key)
         self._first = {}         # (tree, leaf position) -> key of the first float there
         self._constant = {}      # tree -> float positions the function needs as numbers
+        self._noted_batch = False  # said that a DataLoader's other batch size compiled
 
     def get(self, key, default=None):
         plan = OrderedDict.get(self, key)
@@ -80,12 +81,18 @@ class PlanCache(OrderedDict):
         self.move_to_end(plan._lru_key)
 
     # ----------------------------------------------------- shape-generic plans
-    def wants_generic(self, tree, leaves, grad):
+    def wants_generic(self, tree, leaves, grad, weak=frozenset()):
         """Whether the plan about to be built should read its extents at run time: the
         function was traced before for other shapes of the same ranks (torch.compile's
-        automatic dynamic shapes). The first shape keeps its static-extent plan."""
-        key, shapes = _ranks_key(tree, leaves, grad)
-        return self._shapes.setdefault(key, shapes) != shapes
+        automatic dynamic shapes), or a tensor of the call is marked as varying
+        (``Tensor._ng_dynamic``, set by ``DataLoader``). Else the first shape keeps its
+        static-extent plan. ``weak``: positions of floats traced as values."""
+        key, shapes = _ranks_key(tree, leaves, grad, weak)
+        if self._shapes.setdefault(key, shapes) != shapes:
+            return True
+        # A tensor marked as varying (a DataLoader batch whose last batch is smaller):
+        # generic from its first shape, so the other shape reuses the kernels.
+        return any(getattr(x, "_ng_dynamic", None) for x in leaves if isinstance(x, Tensor))
 
     # ------------------------------------------------ Python floats as values
     def float_inputs(self, tree, leaves, static=frozenset()):
@@ -168,7 +175,31 @@ class PlanCache(OrderedDict):
                 "number (an `if`, math.*, an op's number parameter); ints, bools, strings "
                 "and other values are always constants: keep it fixed, or pass a "
                 "changing number as a 0-d tensor (ng.tensor(v)).",
-                RuntimeWarning, stacklevel=4)
+                RuntimeWarning, stacklevel=5)
+
+    def batch_compiled(self, owner, tree, leaves, grad, weak, seconds):
+        """A plan for this call just compiled new kernels: if its tensors come from a
+        DataLoader whose last batch is smaller (marked) and this is another batch size
+        than the first, say once that the function is not fully shape-generic and that
+        ``drop_last=True`` avoids the compile."""
+        marked = [i for i, x in enumerate(x for x in leaves if isinstance(x, Tensor))
+                  if getattr(x, "_ng_dynamic", None)]
+        if self._noted_batch or not marked:
+            return
+        key, shapes = _ranks_key(tree, leaves, grad, weak)
+        first = self._shapes.get(key)
+        i = marked[0]
+        if first is None or first[i][:1] == shapes[i][:1]:
+            return
+        self._noted_batch = True
+        fname = getattr(owner.fn, "__qualname__", getattr(owner.fn, "__name__", "fn"))
+        warnings.warn(
+            f"ng.jit({fname}): a DataLoader batch of {shapes[i][0]} (the first had "
+            f"{first[i][0]}) needed kernels of its own ({seconds:.1f} s): the kernels "
+            "depend on the batch size beyond the extents they read at run time (a reshape's "
+            "size, or a first batch size equal to another extent, is compiled in). "
+            "DataLoader(..., drop_last=True) keeps every batch one size and avoids this "
+            "compile.", RuntimeWarning, stacklevel=5)
 
 
 def _positional_leaves(tree):
@@ -180,10 +211,12 @@ def _positional_leaves(tree):
     return len(args.children)
 
 
-def _ranks_key(tree, leaves, grad):
+def _ranks_key(tree, leaves, grad, weak=frozenset()):
     key, shapes = [tree, grad], []
-    for x in leaves:
-        if isinstance(x, Tensor):
+    for i, x in enumerate(leaves):
+        if i in weak:
+            key.append("F")  # a float traced as a value
+        elif isinstance(x, Tensor):
             d = x._data
             key.append(("T", d.ndim, d.dtype.str, x._requires_grad, str(x.device)))
             shapes.append(d.shape)

@@ -274,6 +274,7 @@ class CompiledFunction:
         """Trace and compile the plan of this call, and file it under its key."""
         __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)
         t0 = time.perf_counter()
+        compiles = self.stats.compiles
         name = getattr(self.fn, "__name__", "fn")
         static = self._static.leaves(tree, leaves)
         before = self._plans.dynamic.get(tree, frozenset())
@@ -301,17 +302,20 @@ class CompiledFunction:
                               f"constant: the function needs the number "
                               f"({type(exc).__name__}: {(str(exc) or '-').splitlines()[0]})")
         self._plans[self._key(args, kwargs)[0]] = plan
-        self._plans.traced(self, args, kwargs, grad, time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        self._plans.traced(self, args, kwargs, grad, seconds)
+        if self.stats.compiles > compiles:
+            self._plans.batch_compiled(self, tree, leaves, grad, plan.weak, seconds)
         return plan
 
     def _new_plan(self, args, kwargs, tree, leaves, grad, weak):
         """A Plan with the float leaves at ``weak`` traced as 0-d float64 inputs."""
+        generic = self._plans.wants_generic(tree, leaves, grad, weak)
         if weak:
             leaves = list(leaves)
             for i in weak:
                 leaves[i] = Tensor._make(np.array(leaves[i], np.float64))
             args, kwargs = pytree.unflatten(tree, leaves)
-        generic = self._plans.wants_generic(tree, leaves, grad)
         return Plan(self, args, kwargs, tree, leaves, grad, generic, weak)
 
     def __call__(self, *args, **kwargs):
