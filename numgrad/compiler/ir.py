@@ -10,9 +10,9 @@ A ``Graph`` reads like a jaxpr::
       in (c) }
 
 Annotations sit in braces: ``{grad}`` on values that require grad, ``{weak}`` on a
-Python float argument traced as a 0-d float64 input (it promotes as a Python number:
-``x_f32 * lr`` stays float32), ``{no_grad}`` on equations recorded with grad mode off, ``{detach}`` on
-stop-gradient boundaries and ``{hook}`` on backward hook boundaries.
+Python float argument traced as a 0-d input (it promotes as a Python number: ``x_f32 *
+lr`` stays float32), ``{no_grad}`` on equations recorded with grad mode off,
+``{detach}`` on stop-gradient boundaries and ``{hook}`` on backward hook boundaries.
 Inputs keep the names of the function's parameters (``Var.hint``; other values
 get letters that skip those names), scalar constants print as their values, and
 a joint graph's derived backward starts after a ``# backward`` line.

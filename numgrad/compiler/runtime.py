@@ -122,10 +122,10 @@ class _StaticArgs:
         if self.names and not any(p.kind == p.VAR_KEYWORD for p in ps):
             missing = [n for n in self.names if n not in self.params]
             if missing:
+                what = "is not a parameter" if len(missing) == 1 else "are not parameters"
                 raise ValueError(f"static_argnames names {', '.join(map(repr, missing))}, "
-                                 f"which {'is not a parameter' if len(missing) == 1 else 'are not parameters'} "
-                                 f"of {getattr(fn, '__qualname__', fn)!r} (its parameters: "
-                                 f"{', '.join(self.params) or 'none'})")
+                                 f"which {what} of {getattr(fn, '__qualname__', fn)!r} (its "
+                                 f"parameters: {', '.join(self.params) or 'none'})")
         if not any(p.kind == p.VAR_POSITIONAL for p in ps):  # -1: the last parameter
             self.nums = tuple(i + len(positional) if i < 0 else i for i in self.nums)
         if bool(self.nums) != bool(self.names):  # the signature completes the other
