@@ -8,9 +8,8 @@ compiled and eager code mix in one graph.
 
 Non-tensor arguments are constants of the plan, keyed by value (floats by their bits),
 with one exception: a Python float seen with a second value in calls of the same
-structure is traced from then on as a 0-d float64 input marked weak (it promotes as a
-Python number: ``ops.dispatch``), so later values reuse the plan (``PlanCache.
-float_inputs``). If that trace fails (the function needs the number itself: an ``if``,
+structure is traced from then on as a 0-d input marked weak (it promotes as a Python
+number: ``ops.dispatch``), so later values reuse the plan (``PlanCache.float_inputs``). If that trace fails (the function needs the number itself: an ``if``,
 ``math.exp``, an op's number parameter) the float stays a constant and the call traces
 again. ``static_argnums`` / ``static_argnames`` keep arguments constants always.
 """
@@ -309,7 +308,8 @@ class CompiledFunction:
         return plan
 
     def _new_plan(self, args, kwargs, tree, leaves, grad, weak):
-        """A Plan with the float leaves at ``weak`` traced as 0-d float64 inputs."""
+        """A Plan with the float leaves at ``weak`` traced as 0-d inputs (float64 at the
+        trace; ``autodiff._narrow_weak_inputs`` may give one the dtype its uses cast to)."""
         generic = self._plans.wants_generic(tree, leaves, grad, weak)
         if weak:
             leaves = list(leaves)
@@ -529,7 +529,8 @@ class Plan:
                             p.source) for r, p in zip(roles, self.programs)])
 
     def _run_floats(self, leaves):
-        """``run`` for a plan with traced floats: each becomes a 0-d float64 input."""
+        """``run`` for a plan with traced floats: each becomes a 0-d input of its dtype,
+        on the plan's device."""
         leaves = list(leaves)
         dev = self._scalar_device
         for i, dtype in self._float_dtypes:

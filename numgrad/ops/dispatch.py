@@ -11,10 +11,11 @@ the only place tracing plugs into eager code.
 Type promotion is PyTorch's (``dtypes.promote``): a Python number only lifts the
 category. A traced Python number (``tracing_hook.weak``: a float argument ``@ng.jit``
 traces as a 0-d float64 input) promotes as the number it stands for, so ``x_f32 * lr``
-stays float32 with ``lr`` rounded to float32 as eager mode rounds it; an op on such
-numbers alone computes in float64 as Python does and gives one again, where the
-registry says the op has Python's bits (``python_exact``), else the trace fails and the
-argument stays a constant.
+stays float32 with ``lr`` rounded to float32 as eager mode rounds it. An elementwise op
+on such numbers and Python numbers alone is Python's arithmetic on them (``lr * 2``,
+``lr > 1``): it computes as Python does (float64 if a float is among them, else int64,
+else bool) and gives a traced Python number again, where the registry says the op has
+Python's bits (``python_exact``); else the trace fails and the argument stays a constant.
 """
 from __future__ import annotations
 
@@ -95,20 +96,24 @@ def promote_operands(prim, args):
                 db = b._data
                 if da.dtype == db.dtype:
                     return args, [da, db]
-            elif (tb is float or tb is int) and da.dtype.kind == "f":
+            elif ((tb is float or tb is int) and da.dtype.kind == "f"
+                  and (type(da) is _ndarray or not getattr(da, "_ng_weak", False))):
                 s = _make(np.array(b, da.dtype))
                 return (a, s), [da, s._data]
         elif tb is Tensor and (ta is float or ta is int):
             db = b._data
-            if db.dtype.kind == "f":
+            if db.dtype.kind == "f" and (type(db) is _ndarray
+                                         or not getattr(db, "_ng_weak", False)):
                 s = _make(np.array(a, db.dtype))
                 return (s, b), [s._data, db]
     keys = []
     for a in args:
         if isinstance(a, Tensor):
-            # A traced Python number is keyed as the number it stands for.
-            weak = getattr(a._data, "_ng_weak", False)
-            keys.append((a.dtype, 0, True) if weak else (a.dtype, a.ndim, False))
+            if getattr(a._data, "_ng_weak", False):  # keyed as the Python number it is
+                d = a.dtype
+                keys.append((_dt.default_float if d.is_floating_point else d, 0, True))
+            else:
+                keys.append((a.dtype, a.ndim, False))
         elif isinstance(a, (numbers.Number, np.bool_)) and not isinstance(a, complex):
             keys.append((_dt.of_scalar(a), 0, True))
         else:
@@ -138,7 +143,8 @@ def apply(prim, *args, **params):
         args = _lift(prim, args)
         weak = prim.kind in BROADCASTING and _python_numbers_only(prim, args)
     if prim.kind in BROADCASTING:
-        tensors, datas = promote_operands(prim, args)
+        tensors, datas = (_python_operands(prim, args) if weak else
+                          promote_operands(prim, args))
         if len(datas) != len(prim.inputs):
             raise _arity_error(prim, args)
         try:
@@ -208,6 +214,27 @@ def _python_numbers_only(prim, args):
     raise TracingError(f"{prim.name} of a Python float argument {user_location()}: compiled "
                        "code would not give the bits (or the error) Python's float arithmetic "
                        "gives, so the argument stays a constant of the plan")
+
+
+def _python_operands(prim, args):
+    """``promote_operands`` for Python arithmetic on Python numbers (some traced): in
+    float64 if a float is among them, else int64, else bool, as Python computes."""
+    if prim.check is not None:
+        error = prim.check(args)
+        if error is not None:
+            raise error
+    kinds = {a._data.dtype.kind if isinstance(a, Tensor) else
+             ("b" if type(a) is bool else "i" if type(a) is int else "f") for a in args}
+    dt = np.dtype(np.float64 if "f" in kinds else np.int64 if "i" in kinds else np.bool_)
+    tensors, datas = [], []
+    for a in args:
+        t = a if isinstance(a, Tensor) else _make(np.asarray(a, dt))
+        d = t._data
+        if d.dtype != dt:
+            d = evaluate(to_dtype_prim(), [d], {"dtype": dt})
+        tensors.append(t)
+        datas.append(d)
+    return tensors, datas
 
 
 def _arity_error(prim, args):

@@ -41,9 +41,11 @@ def _np_clamp(x, min, max):
 
 def _divides_like_python(operands):
     # x / y on Python floats raises ZeroDivisionError for y == 0, which a kernel cannot:
-    # exact only by a divisor known to be nonzero (a Python number, not a traced one).
-    y = operands[1]
-    return type(y) in (int, float) and y != 0
+    # exact only by a divisor known to be nonzero (a Python number, not a traced one),
+    # and of a float (an int / int divides in the default float dtype here, as PyTorch).
+    x, y = operands
+    return (type(y) in (int, float) and y != 0
+            and (type(x) is float or isinstance(x, Tensor) and x.dtype.is_floating_point))
 
 
 def _np_div(x, y):

@@ -361,3 +361,59 @@ def test_cuda_plans_take_the_float_as_a_device_scalar():
     plan = list(jf._plans.values())[-1]
     assert plan.weak == {1} and plan._scalar_device == ng.device("cuda", 0)
     assert jf.stats.traces == 2
+
+
+_DISK_SCRIPT = r"""
+import json
+import numgrad as ng
+
+def float_arg_probe(x, lr):
+    return x * lr + lr * 2
+
+f = ng.jit(float_arg_probe)
+x = ng.tensor([0.5, -1.0, 2.0], dtype=ng.float32)
+outs = [f(x, lr).numpy().tolist() for lr in (0.1, 0.2, 0.3, -0.0)]
+s = f.stats
+print("STATS " + json.dumps({"traces": s.traces, "compiles": s.compiles,
+                             "disk_hits": s.disk_hits, "outs": outs}))
+"""
+
+
+def test_the_traced_float_plan_loads_from_the_disk_cache(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+    env = dict(os.environ, NUMGRAD_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", _DISK_SCRIPT], cwd=repo, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("STATS "))
+        runs.append(json.loads(line.split(" ", 1)[1]))
+    first, second = runs
+    assert first["traces"] == second["traces"] == 2
+    assert first["disk_hits"] == 0 and second["disk_hits"] == 2   # both plans' kernels
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    for lr, got in zip((0.1, 0.2, 0.3, -0.0), second["outs"]):
+        want = x * np.float32(lr) + np.float32(lr * 2)
+        assert np.array(got, np.float32).tobytes() == want.tobytes()
+
+
+def test_numbers_alone_promote_as_python_or_as_eager_functions_do():
+    def f(x, m, lr):
+        a = ng.where(m, lr, 0.0)           # a function of numbers: the default float dtype
+        b = (lr > 0.5) * 0.1               # Python: True * 0.1 is a float64 number
+        c = (lr > 0.5) * 3                 # Python: an int
+        return x * a, x * b, x * c, a
+
+    jf = ng.jit(f)
+    m = ng.tensor([True, False, True])
+    for dtype in (ng.float32, ng.float64):
+        x = ng.tensor([0.5, -1.0, 3.0], dtype=dtype)
+        for lr in (0.1, 0.7, 1.0 / 3.0):
+            _same(jf(x, m, lr), f(x, m, lr))
+    assert jf.stats.traces == 3   # float64 x: lr is a value from its first call already
