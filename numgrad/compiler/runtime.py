@@ -9,9 +9,10 @@ compiled and eager code mix in one graph.
 Non-tensor arguments are constants of the plan, keyed by value (floats by their bits),
 with one exception: a Python float seen with a second value in calls of the same
 structure is traced from then on as a 0-d input marked weak (it promotes as a Python
-number: ``ops.dispatch``), so later values reuse the plan (``PlanCache.float_inputs``). If that trace fails (the function needs the number itself: an ``if``,
-``math.exp``, an op's number parameter) the float stays a constant and the call traces
-again. ``static_argnums`` / ``static_argnames`` keep arguments constants always.
+number: ``ops.dispatch``), so later values reuse the plan (``PlanCache.float_inputs``).
+If that trace fails (the function needs the number itself: an ``if``, ``math.exp``, an
+op's number parameter) the float stays a constant and the call traces again.
+``static_argnums`` / ``static_argnames`` keep arguments constants always.
 """
 from __future__ import annotations
 
