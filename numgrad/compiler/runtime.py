@@ -110,7 +110,9 @@ class _StaticArgs:
         self.nums = _ints("static_argnums", argnums)
         self.names = _strs("static_argnames", argnames)
         self._cache = {}
-        self.params = []
+        self.params = self.positional = []
+        if not self:
+            return
         try:
             sig = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -152,7 +154,7 @@ class _StaticArgs:
                 pos += n
             nums = {i + len(spans) if i < 0 else i for i in self.nums}  # (with *args)
             names = set(self.names)
-            positional = getattr(self, "positional", [])
+            positional = self.positional
             chosen = {}
             for i, span in enumerate(spans):
                 if i in nums or (i < len(positional) and positional[i] in names):
