@@ -11,8 +11,10 @@ needed kernels this function had not compiled), the kernel modules Numba compile
 the process, the time, and RSS growth (from the first call on) with a fresh disk cache.
 
 --steady: per-call time of a static plan and of the generic plan at the same shape, for
-W2 (value_and_grad) and W4 (the 600-op chain, value_and_grad): medians, the two plans'
-calls alternating so that the machine's load drifts equally on both.
+W2 (value_and_grad) and W4 (the 600-op chain, value_and_grad), and for the digits MLP's
+training step of ``bench/train_loop.py`` at its batch of 64 (``step``: value_and_grad and
+the SGD update in one call; ``loss``: ``f(x).backward()``, the habit path): medians, the
+two plans' calls alternating so that the machine's load drifts equally on both.
 """
 from __future__ import annotations
 
@@ -113,6 +115,39 @@ def steady():
         generic(*other)  # now generic for this rank
         a, b = _interleaved([static, generic], data, repeat)
         print(f"  {name}: static {a * 1e3:.3f} ms, generic {b * 1e3:.3f} ms "
+              f"({b / a:.2f}x)")
+    mlp_steady()
+
+
+def mlp_steady(repeat=1500):
+    """The digits MLP step, batch 64 (and the generic plan made by a batch of 5)."""
+    from bench import train_loop as tl
+    rng = np.random.default_rng(2)
+    params = tl.init_params()
+    X = ng.tensor(rng.random((64, 64)).astype(np.float32))
+    T = ng.tensor(rng.integers(0, 10, 64))
+    small = (ng.tensor(rng.random((5, 64)).astype(np.float32)),
+             ng.tensor(rng.integers(0, 10, 5)))
+    for kind in ("step", "loss"):
+        fns = []
+        for generic in (False, True):
+            f = ng.jit(tl.sgd_step if kind == "step" else tl.weighted_loss)
+            if kind == "step":
+                def call(*args, f=f):
+                    return f(*params, *args, 0.1)
+            else:
+                ps = [p.detach().requires_grad_(True) for p in params]
+
+                def call(*args, f=f, ps=ps):
+                    f(*ps, *args, 0.1).backward()
+                    for p in ps:
+                        p.grad = None
+            if generic:
+                call(*small)
+                call(*small)
+            fns.append(call)
+        a, b = _interleaved(fns, (X, T), repeat)
+        print(f"  digits MLP {kind}, B=64: static {a * 1e6:.1f} us, generic {b * 1e6:.1f} us "
               f"({b / a:.2f}x)")
 
 

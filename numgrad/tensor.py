@@ -107,8 +107,14 @@ class Tensor:
     tensor([2., 2., 2.])
     """
 
+    # The payload slots, which ``_make`` sets, then those set only when needed: ``_views``
+    # (when a traced view is made) and ``_ng_dynamic`` (dims an ``@ng.jit`` plan should read
+    # at run time from its first call: the batch dim of a DataLoader whose last batch is
+    # smaller, as ``torch._dynamo.mark_dynamic`` marks it).
     __slots__ = ("_data", "_vc", "_requires_grad", "_grad", "grad_fn", "_output_nr", "_hooks",
-                 "_retains_grad", "_base", "_accumulator", "_view_chain", "_views", "__weakref__")
+                 "_retains_grad", "_base", "_accumulator", "_view_chain", "_views",
+                 "_ng_dynamic", "__weakref__")
+    _PAYLOAD_SLOTS = __slots__[:-3]
 
     # Make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__).
     __array_priority__ = 1000
@@ -116,7 +122,7 @@ class Tensor:
     def __init__(self, data, dtype=None, requires_grad=False):
         from numgrad.creation import _to_array  # creation builds on Tensor
         fresh = Tensor._make(_to_array(data, dtype))  # one place sets up the slots
-        for name in Tensor.__slots__[:-2]:  # not _views (set when a traced view is made)
+        for name in Tensor._PAYLOAD_SLOTS:
             setattr(self, name, getattr(fresh, name))
         if requires_grad:
             self._set_requires_grad(True)

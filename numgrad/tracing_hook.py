@@ -7,6 +7,12 @@ or ``t`` itself where it is a constant. Eager code calls ``standin(t)`` before i
 tensor's concrete data, so a captured parameter becomes an input of the plan instead of a
 frozen value. A module of its own because ``numgrad.tensor`` is shadowed on the package by
 the ``ng.tensor`` factory, and every room needs to reach this switch.
+
+It also tells a traced Python number apart (``weak``): a Python float argument that
+``@ng.jit`` traces as a 0-d input (``compiler.runtime``) is a tensor whose payload is
+marked ``_ng_weak``; type promotion treats it as the Python number it stands for, and code
+that needs that number itself (``as_number``) makes the trace fail, so the argument stays
+a constant of the plan.
 """
 from __future__ import annotations
 
@@ -24,3 +30,18 @@ def standin(t):
         return None
     lifted = capture(t)
     return None if lifted is t else lifted
+
+
+def weak(x):
+    """Whether ``x`` is a traced Python number: a Python float argument traced as a 0-d
+    input, or a value computed from such floats and Python numbers alone."""
+    return getattr(getattr(x, "_data", None), "_ng_weak", False)
+
+
+def as_number(x):
+    """``x``, where an op takes a Python number (a parameter baked into its kernel): a
+    traced Python number has no value to give, so this raises the tracer's TracingError
+    and the argument stays a constant of the plan (``compiler.runtime``)."""
+    if weak(x):
+        x._concrete("number")
+    return x

@@ -7,7 +7,7 @@ imports it. The flow: ``tracer`` -> ``autodiff`` (trace + partition) ->
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from numgrad.errors import TracingError
 from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS
@@ -17,8 +17,9 @@ from numgrad.compiler.transforms import grad, value_and_grad
 
 def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: bool = False,
         cache: bool = True, backend: str | None = None, verbose: bool = False,
-        vector_math: bool | None = None,
-        max_plans: int | None = DEFAULT_MAX_PLANS) -> CompiledFunction | Callable:
+        vector_math: bool | None = None, max_plans: int | None = DEFAULT_MAX_PLANS,
+        static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None) -> CompiledFunction | Callable:
     """Compile ``fn``: trace its tensor ops once per signature and run fused kernels
     (``torch.compile``, ``jax.jit``).
 
@@ -34,6 +35,13 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
     ``create_graph`` work as in eager mode. A new shape, dtype, ``requires_grad`` or grad
     mode (and any captured value that changes) retraces. Called with options only
     (``@ng.jit(parallel=False)``) it returns a decorator.
+
+    Non-tensor arguments are constants of the plan (part of its key; floats by their bits:
+    ``0.0`` and ``-0.0`` differ, NaN matches NaN). A Python float that takes a second value
+    (a learning rate, a temperature) is traced from then on as a 0-d input that promotes as
+    a Python number, so later values compile nothing; it stays a constant where the
+    function needs its value as a number (``if lr > 1``, ``math.exp(lr)``). Ints, bools,
+    strings and None are always constants.
 
     Options:
 
@@ -54,6 +62,9 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
       used is dropped, and traces again if it comes back; None: unbounded).
     - ``vector_math``: vectorisable exp/log/tanh/sigmoid/sin/cos (within ~1.6 ulp, several
       times faster loops); default on, env ``NUMGRAD_VECTOR_MATH=0`` turns it off.
+    - ``static_argnums``, ``static_argnames``: arguments (by position, by name; JAX's
+      spelling and rule) that are always constants: a float there compiles a plan per
+      value, never a traced input. Passing a tensor there raises TypeError.
 
     The compiled function can be inspected:
 
@@ -66,17 +77,17 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
     (naming your file and line) for tensor-dependent Python control flow, or an op
     with no lowering.
     """
+    options = {"device": device, "parallel": parallel, "fastmath": fastmath, "cache": cache,
+               "backend": backend, "verbose": verbose, "vector_math": vector_math,
+               "max_plans": max_plans, "static_argnums": static_argnums,
+               "static_argnames": static_argnames}
     if fn is None:
-        return lambda f: jit(f, device=device, parallel=parallel, fastmath=fastmath, cache=cache,
-                             backend=backend, verbose=verbose, vector_math=vector_math,
-                             max_plans=max_plans)
+        return lambda f: jit(f, **options)
     if isinstance(fn, CompiledFunction):
         return fn
     if not callable(fn):
         raise TypeError(f"ng.jit expects a function, got {type(fn).__name__}")
-    return CompiledFunction(fn, device=device, parallel=parallel, fastmath=fastmath, cache=cache,
-                            backend=backend, verbose=verbose, vector_math=vector_math,
-                            max_plans=max_plans)
+    return CompiledFunction(fn, **options)
 
 
 __all__ = ["jit", "grad", "value_and_grad", "TracingError", "CompiledFunction"]

@@ -51,9 +51,11 @@ class Traced:
     executed: object = None                          # code objects that ran (None: unknown)
 
 
-def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
+def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozenset()):
     """Trace ``fn``; ``reachable`` (id -> tensor) names the tensors outside the arguments
-    that the guard scan found, which become implicit inputs when the function reads them."""
+    that the guard scan found, which become implicit inputs when the function reads them;
+    ``weak``: positions of the leaves (0-d float64 tensors) that stand for Python floats,
+    traced as values that promote as Python numbers (``{weak}`` inputs)."""
     tree, leaves = pytree.flatten((tuple(args), dict(kwargs)))
     tracer = Tracer(name or getattr(fn, "__name__", "fn"))
     tracer.reachable = reachable or {}
@@ -62,8 +64,9 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
     tracer.graph.reserve(h for h, x in zip(hints, leaves) if h and isinstance(x, Tensor))
     inputs, wrt, originals = [], [], []
 
-    def enter(leaf, hint=None):
+    def enter(leaf, hint=None, is_weak=False):
         v = tracer.new_input(leaf.shape, leaf._data.dtype)
+        v._ng_weak = is_weak
         # Eager mode decides view-or-copy (reshape) from the caller's layout: trace with it.
         v._ng_standin = layout_standin(leaf._data)
         v.hint = hint
@@ -80,8 +83,8 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
         originals.append(v)
         return t
 
-    new_leaves = [enter(leaf, h) if isinstance(leaf, Tensor) else leaf
-                  for leaf, h in zip(leaves, hints)]
+    new_leaves = [enter(leaf, h, i in weak) if isinstance(leaf, Tensor) else leaf
+                  for i, (leaf, h) in enumerate(zip(leaves, hints))]
     tracer.lift = enter      # captured tensors enter the same way, after the arguments
     a, k = pytree.unflatten(tree, new_leaves)
     try:
@@ -143,6 +146,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
                     e.ann["bwd"] = True
     finally:
         tracer.active = False
+    _narrow_weak_inputs(graph, n_primals)
     constants = [(t, t._vc.value) for t in tracer.constants.values()]
     return Traced(graph=graph, n_primals=n_primals, n_fwd_eqns=n_fwd, outputs=outs,
                   out_tree=out_tree, out_requires_grad=out_req, grads=grads,
@@ -151,6 +155,23 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None):
                   bumps=bumps, probed=probed, captures=list(tracer.captures),
                   constants=constants, grad_reads=list(tracer.grad_reads),
                   executed=watch.executed)
+
+
+def _narrow_weak_inputs(graph, n_primals):
+    """A traced Python float that every use casts to one dtype (a float32 model's ``x *
+    lr``) enters in that dtype: the caller rounds it as eager mode's ``np.asarray(lr,
+    float32)`` does (``runtime.Plan``), and the kernels read one dtype (the casts left
+    behind are the identity), which keeps them on the llvmlite path."""
+    from numgrad.ops.dispatch import to_dtype_prim  # the cast type promotion inserts
+    cast = to_dtype_prim()
+    users = graph.users()
+    for v in graph.inputs[:n_primals]:
+        us = users.get(v)
+        if not v._ng_weak or not us or v in graph.outputs:
+            continue
+        want = {np.dtype(e.params["dtype"]) if e.prim is cast else None for e in us}
+        if len(want) == 1 and None not in want:
+            v.dtype = want.pop()
 
 
 def _name_cotangents(graph, cts):

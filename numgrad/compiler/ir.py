@@ -9,9 +9,10 @@ A ``Graph`` reads like a jaxpr::
         c:f32[] = sum[dim=None, keepdim=False] b
       in (c) }
 
-Annotations sit in braces: ``{grad}`` on values that require grad,
-``{no_grad}`` on equations recorded with grad mode off, ``{detach}`` on
-stop-gradient boundaries and ``{hook}`` on backward hook boundaries.
+Annotations sit in braces: ``{grad}`` on values that require grad, ``{weak}`` on a
+Python float argument traced as a 0-d input (it promotes as a Python number: ``x_f32 *
+lr`` stays float32), ``{no_grad}`` on equations recorded with grad mode off,
+``{detach}`` on stop-gradient boundaries and ``{hook}`` on backward hook boundaries.
 Inputs keep the names of the function's parameters (``Var.hint``; other values
 get letters that skip those names), scalar constants print as their values, and
 a joint graph's derived backward starts after a ``# backward`` line.
@@ -31,7 +32,7 @@ class Var:
     """A value in the graph: shape and NumPy dtype, known at trace time."""
 
     __slots__ = ("id", "shape", "dtype", "requires_grad", "_ng_interpreter", "hint",
-                 "_ng_standin", "__weakref__")
+                 "_ng_standin", "_ng_weak", "__weakref__")
 
     def __init__(self, id, shape, dtype, interpreter=None, hint=None):
         self.id = id
@@ -41,6 +42,9 @@ class Var:
         self.requires_grad = False
         self._ng_interpreter = interpreter  # set while tracing: routes ops on this value
         self._ng_standin = None  # strides of eager mode's array, if not C (ops.views)
+        # A Python float traced as a 0-d input, or a value computed from such floats and
+        # Python numbers alone: type promotion treats it as a Python number (ops.dispatch).
+        self._ng_weak = False
 
     @property
     def ndim(self):
@@ -192,7 +196,8 @@ class Graph:
 
     # ------------------------------------------------------------- display
     def __str__(self):
-        ins = " ".join(f"{v!r}" + ("{grad}" if v.requires_grad else "") for v in self.inputs)
+        ins = " ".join(f"{v!r}" + ("{grad}" if v.requires_grad else "")
+                       + ("{weak}" if v._ng_weak else "") for v in self.inputs)
         # Size-1 constants are printed where they are used; larger ones are listed here.
         consts = " ".join(f"{v!r}={_const_value(a)}" for v, a in self.consts.items()
                           if a.size != 1)

@@ -65,14 +65,15 @@ class Lowered:
 
 
 # ------------------------------------------------------------------ the stages
-def trace(fn, args, kwargs, grad_mode, name):
+def trace(fn, args, kwargs, grad_mode, name, weak=frozenset()):
     """``(traced, guard)``: ``fn`` run on tracers, with the guard scan around it (what the
-    trace read that a later call must find unchanged)."""
+    trace read that a later call must find unchanged); ``weak``: leaf positions of Python
+    floats traced as values (``autodiff.trace``)."""
     from numgrad.compiler import autodiff as _autodiff
     from numgrad.compiler import guards
     scan = guards.scan(fn, args, kwargs)
     tr = _autodiff.trace(fn, args, kwargs, grad_mode, name,
-                         reachable={i: t for i, (t, _) in scan.tensors.items()})
+                         reachable={i: t for i, (t, _) in scan.tensors.items()}, weak=weak)
     # Captured tensors are inputs after the arguments' tensors; the guard checks that
     # each is still the one its path reaches, and everything else the trace read.
     guard = guards.build(scan, tr.captures + [t for t, _ in tr.constants], tr.constants,
@@ -130,12 +131,12 @@ def compile_graph(graph, backend, options):
     return load(build(render(sched, backend, options), backend, options), backend, options)
 
 
-def lower(fn, args, kwargs, *, grad_mode, remat, options, backend_for):
+def lower(fn, args, kwargs, *, grad_mode, remat, options, backend_for, weak=frozenset()):
     """``fn`` called with ``args`` -> runnable programs, every stage in order.
     ``backend_for(captures)``: the backend, once the trace knows which tensors the
-    function captured (their device chooses it too)."""
+    function captured (their device chooses it too); ``weak``: see ``trace``."""
     options = Options.of(options)
-    traced, guard = trace(fn, args, kwargs, grad_mode, options.name)
+    traced, guard = trace(fn, args, kwargs, grad_mode, options.name, weak)
     backend = backend_for(traced.captures)
     grad = any(v is not None for v in traced.grads)
     fwd, bwd, n_saved = autodiff(traced, grad, remat, [v for _, v in traced.writebacks])

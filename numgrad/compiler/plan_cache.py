@@ -8,6 +8,13 @@ simply traces again if it comes back. It also times plan builds
 (``stats.compile_seconds``), counts traces after the first (``stats.retraces``) and,
 at the ``RETRACE_WARNING``-th retrace, warns once naming the argument whose changes
 caused most of them.
+
+It decides what varies, as torch.compile's automatic dynamic shapes do: the first shape
+of some ranks gets a static-extent plan and a second makes the function shape-generic
+(``wants_generic``); the first value of a Python float argument is a constant of its
+plan, and a second value in a call of the same structure makes that argument a traced
+0-d input from then on (``float_inputs``), unless it is static or the function needs it
+as a Python number (``keep_constant``).
 """
 from __future__ import annotations
 
@@ -15,8 +22,16 @@ import inspect
 import warnings
 from collections import OrderedDict
 
+import numpy as np
+
+from numgrad.compiler.guards import scalar_key
+from numgrad.tensor import Tensor
+
 DEFAULT_MAX_PLANS = 64
 RETRACE_WARNING = 8
+# The types of a float argument that may become a traced value: Python's float and NumPy's
+# float64 (a float subclass with the same arithmetic); a float32 scalar stays a constant.
+FLOATS = (float, np.float64)
 
 
 class PlanCache(OrderedDict):
@@ -35,6 +50,12 @@ class PlanCache(OrderedDict):
         self._warned = False
         self._shapes = {}        # ranks key -> the first tensor shapes traced with them
         self._modules = set()    # kernel modules this function's plans have used
+        self.dynamic = {}        # tree -> leaf positions of floats traced as 0-d inputs
+        self.fast_dynamic = {}   # n -> the same, for a call of n positional leaves (the
+        #                          runtime's fast key)
+        self._first = {}         # (tree, leaf position) -> key of the first float there
+        self._constant = {}      # tree -> float positions the function needs as numbers
+        self._noted_batch = False  # said that a DataLoader's other batch size compiled
 
     def get(self, key, default=None):
         plan = OrderedDict.get(self, key)
@@ -60,27 +81,67 @@ class PlanCache(OrderedDict):
         self.move_to_end(plan._lru_key)
 
     # ----------------------------------------------------- shape-generic plans
-    def wants_generic(self, tree, leaves, grad):
+    def wants_generic(self, tree, leaves, grad, weak=frozenset()):
         """Whether the plan about to be built should read its extents at run time: the
         function was traced before for other shapes of the same ranks (torch.compile's
-        automatic dynamic shapes). The first shape keeps its static-extent plan."""
-        key, shapes = _ranks_key(tree, leaves, grad)
-        return self._shapes.setdefault(key, shapes) != shapes
+        automatic dynamic shapes), or a tensor of the call is marked as varying
+        (``Tensor._ng_dynamic``, set by ``DataLoader``). Else the first shape keeps its
+        static-extent plan. ``weak``: positions of floats traced as values."""
+        key, shapes = _ranks_key(tree, leaves, grad, weak)
+        if self._shapes.setdefault(key, shapes) != shapes:
+            return True
+        # A tensor marked as varying (a DataLoader batch whose last batch is smaller):
+        # generic from its first shape, so the other shape reuses the kernels.
+        return any(getattr(x, "_ng_dynamic", None) for x in leaves if isinstance(x, Tensor))
+
+    # ------------------------------------------------ Python floats as values
+    def float_inputs(self, tree, leaves, static=frozenset()):
+        """Leaf positions of the floats this call traces as 0-d inputs: each float seen
+        before, in a call of the same tree, with other bits (so 0.0 and -0.0 differ, NaN
+        matches NaN). The first value stays a constant of its plan. ``static``: positions
+        that are always constants (``static_argnums`` / ``static_argnames``)."""
+        keep = static | self._constant.get(tree, frozenset())
+        dyn = set(self.dynamic.get(tree, ()))
+        for i, x in enumerate(leaves):
+            if i in keep or i in dyn or type(x) not in FLOATS:
+                continue
+            k = scalar_key(float(x))
+            if self._first.setdefault((tree, i), k) != k:
+                dyn.add(i)
+        self._set_dynamic(tree, dyn - keep)
+        return frozenset(i for i in self.dynamic.get(tree, ()) if type(leaves[i]) in FLOATS)
+
+    def keep_constant(self, tree, positions):
+        """The function needs the floats at ``positions`` as Python numbers (an ``if``,
+        ``math.exp``): constants of every later plan of this tree."""
+        self._constant[tree] = self._constant.get(tree, frozenset()) | positions
+        self._set_dynamic(tree, set(self.dynamic.get(tree, ())) - positions)
+
+    def _set_dynamic(self, tree, dyn):
+        if dyn:
+            self.dynamic[tree] = frozenset(dyn)
+        else:
+            self.dynamic.pop(tree, None)
+        n = _positional_leaves(tree)
+        if n is not None:
+            if dyn:
+                self.fast_dynamic[n] = frozenset(dyn)
+            else:
+                self.fast_dynamic.pop(n, None)
 
     def new_code(self, programs):
         """1 if building these programs compiled (or loaded) kernels this function had
         not used before, else 0: a shape-generic plan for one more shape traces again but
-        reuses the generic kernels (same source, same module)."""
+        reuses the generic kernels (same source, same module). A program without module
+        names (llvmlite kernels, a fallback) counts as new code."""
         names = set()
         for p in programs:
             mods = getattr(p, "modules", None)
             if not mods:
                 return 1
             names.update(mods)
-        # Programs move to their threaded tier's module after they were built: ask them.
-        for plan in self.values():
-            for p in getattr(plan, "programs", ()):
-                self._modules.update(getattr(p, "modules", ()))
+        # (A program that moves to its threaded tier's modules reports them here too:
+        # runtime.Plan.late.)
         new = names - self._modules
         self._modules |= names
         return 1 if new else 0
@@ -108,16 +169,54 @@ class PlanCache(OrderedDict):
                 f"ng.jit({fname}) has been traced {stats.retraces + 1} times; "
                 f"{_what(name)} changed in {len(seen)} of those retraces "
                 f"(last: {before} -> {after}). Each new signature is traced again (and "
-                "compiled, unless a shape-generic plan covers its shapes): keep it "
-                "fixed, or pass a changing number as a tensor.",
-                RuntimeWarning, stacklevel=4)
+                "compiled, unless a shape-generic plan covers its shapes). A Python float "
+                "argument becomes a traced value once it varies, unless it is in "
+                "static_argnums/static_argnames or the function needs it as a Python "
+                "number (an `if`, math.*, an op's number parameter); ints, bools, strings "
+                "and other values are always constants: keep it fixed, or pass a "
+                "changing number as a 0-d tensor (ng.tensor(v)).",
+                RuntimeWarning, stacklevel=5)
+
+    def batch_compiled(self, owner, tree, leaves, grad, weak, seconds):
+        """A plan for this call just compiled new kernels: if its tensors come from a
+        DataLoader whose last batch is smaller (marked) and this is another batch size
+        than the first, say once that the function is not fully shape-generic and that
+        ``drop_last=True`` avoids the compile."""
+        marked = [i for i, x in enumerate(x for x in leaves if isinstance(x, Tensor))
+                  if getattr(x, "_ng_dynamic", None)]
+        if self._noted_batch or not marked:
+            return
+        key, shapes = _ranks_key(tree, leaves, grad, weak)
+        first = self._shapes.get(key)
+        i = marked[0]
+        if first is None or first[i][:1] == shapes[i][:1]:
+            return
+        self._noted_batch = True
+        fname = getattr(owner.fn, "__qualname__", getattr(owner.fn, "__name__", "fn"))
+        warnings.warn(
+            f"ng.jit({fname}): a DataLoader batch of {shapes[i][0]} (the first had "
+            f"{first[i][0]}) needed kernels of its own ({seconds:.1f} s): the kernels "
+            "depend on the batch size beyond the extents they read at run time (a reshape's "
+            "size, or a first batch size equal to another extent, is compiled in). "
+            "DataLoader(..., drop_last=True) keeps every batch one size and avoids this "
+            "compile.", RuntimeWarning, stacklevel=5)
 
 
-def _ranks_key(tree, leaves, grad):
-    from numgrad.tensor import Tensor
+def _positional_leaves(tree):
+    """n for the tree of a call with n positional arguments, each a leaf, and no keywords
+    (the runtime's fast path keys those), else None."""
+    args, kwargs = tree.children
+    if kwargs.children or any(c.kind != "leaf" for c in args.children):
+        return None
+    return len(args.children)
+
+
+def _ranks_key(tree, leaves, grad, weak=frozenset()):
     key, shapes = [tree, grad], []
-    for x in leaves:
-        if isinstance(x, Tensor):
+    for i, x in enumerate(leaves):
+        if i in weak:
+            key.append("F")  # a float traced as a value
+        elif isinstance(x, Tensor):
             d = x._data
             key.append(("T", d.ndim, d.dtype.str, x._requires_grad, str(x.device)))
             shapes.append(d.shape)
@@ -144,7 +243,6 @@ def _summary(fn, args, kwargs, grad):
 
 
 def _describe(x, depth=0):
-    from numgrad.tensor import Tensor
     if isinstance(x, Tensor):
         d = x._data
         return (f"{d.dtype.name}{list(d.shape)}"

@@ -1,8 +1,10 @@
 """compiler.progress: one line on stderr when a compile takes longer than about a second.
 
-Room: compiler. ``compiling(name)`` wraps the build of one plan (or one
-multi-threaded tier); the CPU backend calls ``note(role, module, kernels)`` before it imports
-a generated module. A timer thread waits ``NUMGRAD_PROGRESS_DELAY`` seconds
+Room: compiler. ``compiling(name)`` wraps the build of one plan, and each compile a plan
+makes later (its multi-threaded tier at the second call, the one-pass forward and
+backward of ``compiler.speculate``: ``runtime.Plan.late``); the CPU backend calls
+``note(role, module, kernels)`` before it imports a generated module. A timer thread
+waits ``NUMGRAD_PROGRESS_DELAY`` seconds
 (default 1; ``NUMGRAD_PROGRESS=0`` silences it) and then prints what is being
 compiled and how far it got: kernels are compiled one by one while the module is
 imported, so the ones already bound in it are done. In a terminal the line
@@ -19,7 +21,7 @@ from contextlib import contextmanager
 from numgrad import config
 
 _ROLE = {"fwd": "forward", "bwd": "backward", "fwd_nograd": "forward",
-         "tier": "multi-threaded tier"}
+         "tier": "multi-threaded tier", "joint": "forward and backward in one pass"}
 _local = threading.local()
 
 

@@ -47,6 +47,13 @@ def _flatten(obj, leaves):
     return LEAF
 
 
+def num_leaves(tree):
+    """How many leaves ``tree`` has."""
+    if tree.kind == "leaf":
+        return 1
+    return sum(num_leaves(c) for c in tree.children)
+
+
 def unflatten(tree, leaves):
     it = iter(leaves)
     return _build(tree, it)

@@ -5,23 +5,32 @@ devices, requires_grad flags, grad mode, constant arguments), finds or builds
 the plan for it, runs the forward program, and returns ordinary Tensors whose
 ``grad_fn`` is a ``CompiledFunctionBackward`` node inside the eager engine, so
 compiled and eager code mix in one graph.
+
+Non-tensor arguments are constants of the plan, keyed by value (floats by their bits),
+with one exception: a Python float seen with a second value in calls of the same
+structure is traced from then on as a 0-d input marked weak (it promotes as a Python
+number: ``ops.dispatch``), so later values reuse the plan (``PlanCache.float_inputs``).
+If that trace fails (the function needs the number itself: an ``if``, ``math.exp``, an
+op's number parameter) the float stays a constant and the call traces again.
+``static_argnums`` / ``static_argnames`` keep arguments constants always.
 """
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import time
 
 import numpy as np
 
-from numgrad import config, tracing_hook
+from numgrad import config, devices, tracing_hook
 from numgrad.autograd import anomaly
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
 from numgrad.compiler.backends import get_backend
 from numgrad.compiler.passes import optimize
 from numgrad.compiler.pipeline import Options
-from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, PlanCache
+from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, FLOATS, PlanCache
 from numgrad.compiler.speculate import Speculation
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
@@ -35,15 +44,30 @@ _ndarray = np.ndarray
 _BUILD_LOCK = threading.RLock()
 
 
+# The key of a float argument traced as a 0-d input (its value is not part of the key).
+_TRACED_FLOAT = ("float", "traced")
+
+
 def _contiguous(a):
     # NOTE: np.ascontiguousarray turns a 0-d array into shape (1,); keep 0-d as 0-d.
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 class Stats:
-    """Counters: ``traces``, ``compiles``, ``cache_hits`` (plan reuse), ``disk_hits``,
-    ``kernels``, ``retraces`` (traces after the first) and ``compile_seconds`` (time
-    spent building plans: tracing and compiling)."""
+    """What a compiled function has done (``compiled.stats``):
+
+    - ``traces``: runs of the function on traced values (each new signature, a changed
+      guard, a Python float that started to vary); ``retraces``: those after the first;
+    - ``compiles``: builds that needed machine code this function had not used before
+      (compiled, or loaded from the disk cache): a plan's programs, the multi-threaded
+      tier a plan compiles at its second call, and the one-pass forward and backward
+      (``compiler.speculate``) compiled when ``f(x).backward()`` comes a second time; a
+      shape-generic plan for one more shape reuses its kernels and counts none;
+    - ``compile_seconds``: the wall time of all of these: tracing and compiling plans, and
+      the compiles plans make later (the tier, the one-pass program);
+    - ``cache_hits``: calls that found their plan; ``disk_hits``: programs loaded from the
+      disk cache; ``kernels``: fused kernels in the last plan built.
+    """
 
     __slots__ = ("traces", "compiles", "cache_hits", "disk_hits", "kernels", "retraces",
                  "compile_seconds")
@@ -77,14 +101,120 @@ def _leaf_key(x):
         return ("id", id(x))
 
 
+class _StaticArgs:
+    """Which leaves of a call are static (``static_argnums`` / ``static_argnames``, with
+    JAX's rule: given one of them, the signature supplies the other for the same
+    parameters; given both, only those listed)."""
+
+    def __init__(self, fn, argnums, argnames):
+        self.nums = _ints("static_argnums", argnums)
+        self.names = _strs("static_argnames", argnames)
+        self._cache = {}
+        self.params = self.positional = []
+        if not self:
+            return
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return
+        ps = list(sig.parameters.values())
+        positional = [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY,
+                                                         p.POSITIONAL_OR_KEYWORD)]
+        self.params = [p.name for p in ps]
+        if self.names and not any(p.kind == p.VAR_KEYWORD for p in ps):
+            missing = [n for n in self.names if n not in self.params]
+            if missing:
+                what = "is not a parameter" if len(missing) == 1 else "are not parameters"
+                raise ValueError(f"static_argnames names {', '.join(map(repr, missing))}, "
+                                 f"which {what} of {getattr(fn, '__qualname__', fn)!r} (its "
+                                 f"parameters: {', '.join(self.params) or 'none'})")
+        if not any(p.kind == p.VAR_POSITIONAL for p in ps):  # -1: the last parameter
+            self.nums = tuple(i + len(positional) if i < 0 else i for i in self.nums)
+        if bool(self.nums) != bool(self.names):  # the signature completes the other
+            self.names += tuple(positional[i] for i in self.nums
+                                if -len(positional) <= i < len(positional))
+            self.nums += tuple(positional.index(n) for n in self.names if n in positional)
+        self.positional = positional
+
+    def __bool__(self):
+        return bool(self.nums or self.names)
+
+    def leaves(self, tree, leaves):
+        """Leaf positions of the static arguments of a call of ``tree``; TypeError where a
+        tensor was passed as one."""
+        if not self:
+            return frozenset()
+        got = self._cache.get(tree)
+        if got is None:
+            args, kwargs = tree.children
+            pos, spans = 0, []
+            for c in args.children:
+                n = pytree.num_leaves(c)
+                spans.append((pos, pos + n))
+                pos += n
+            nums = {i + len(spans) if i < 0 else i for i in self.nums}  # (with *args)
+            names = set(self.names)
+            positional = self.positional
+            chosen = {}
+            for i, span in enumerate(spans):
+                if i in nums or (i < len(positional) and positional[i] in names):
+                    chosen[positional[i] if i < len(positional) else f"argument {i}"] = span
+            for k, c in zip(kwargs.meta, kwargs.children):
+                n = pytree.num_leaves(c)
+                if k in names:
+                    chosen[k] = (pos, pos + n)
+                pos += n
+            got = self._cache[tree] = chosen
+        out = set()
+        for name, (a, b) in got.items():
+            for i in range(a, b):
+                if isinstance(leaves[i], Tensor):
+                    raise TypeError(
+                        f"{name!r} is a static argument (static_argnums/static_argnames), "
+                        "so it is a constant of the compiled plan, but it got a Tensor: pass "
+                        "a Python value there, or leave the argument out of the static ones")
+                out.add(i)
+        return frozenset(out)
+
+
+def _ints(what, v):
+    if v is None:
+        return ()
+    v = (v,) if isinstance(v, int) and not isinstance(v, bool) else v
+    try:
+        out = tuple(v)
+    except TypeError:
+        out = None
+    if out is None or not all(isinstance(i, int) and not isinstance(i, bool) for i in out):
+        raise TypeError(f"{what} must be an int or a sequence of ints, got {v!r}")
+    return out
+
+
+def _strs(what, v):
+    if v is None:
+        return ()
+    v = (v,) if isinstance(v, str) else v
+    try:
+        out = tuple(v)
+    except TypeError:
+        out = None
+    if out is None or not all(isinstance(n, str) for n in out):
+        raise TypeError(f"{what} must be a str or a sequence of str, got {v!r}")
+    return out
+
+
 class CompiledFunction:
     """What ``ng.jit(fn)`` returns: call it like ``fn``; inspect it with ``trace``,
     ``source`` and ``stats``."""
 
     def __init__(self, fn, device=None, parallel="auto", fastmath=False, cache=True,
                  backend=None, remat=True, verbose=False, vector_math=None,
-                 max_plans=DEFAULT_MAX_PLANS):
+                 max_plans=DEFAULT_MAX_PLANS, static_argnums=None, static_argnames=None):
         self.fn = fn
+        self._static = _StaticArgs(fn, static_argnums, static_argnames)
+        # Leaf positions of tensors that stand for Python floats in every call: the
+        # differentiable backward of a plan with traced floats (Plan.differentiable_backward).
+        self._weak_leaves = frozenset()
         self.device = device
         if vector_math is None:
             vector_math = config.get("NUMGRAD_VECTOR_MATH")
@@ -115,7 +245,11 @@ class CompiledFunction:
     def _key(self, args, kwargs):
         tree, leaves = pytree.flatten((args, kwargs))
         grad = is_grad_enabled()
-        return (tree, tuple(_leaf_key(x) for x in leaves), grad), tree, leaves, grad
+        keys = [_leaf_key(x) for x in leaves]
+        for i in self._plans.dynamic.get(tree, ()):  # floats traced as values: any value
+            if type(leaves[i]) in FLOATS:
+                keys[i] = _TRACED_FLOAT
+        return (tree, tuple(keys), grad), tree, leaves, grad
 
     def _plan(self, args, kwargs):
         __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)
@@ -123,25 +257,69 @@ class CompiledFunction:
         plan = self._plans.get(key)
         if plan is None or not plan.guard_ok():
             with _BUILD_LOCK:
+                key, tree, leaves, grad = self._key(args, kwargs)  # (another thread's build)
                 plan = self._plans.get(key)
                 if plan is None or not plan.guard_ok():
                     # New signature, or something the trace read has changed: trace again.
-                    t0 = time.perf_counter()
-                    generic = self._plans.wants_generic(tree, leaves, grad)
                     try:
-                        with progress.compiling(getattr(self.fn, "__name__", "fn")):
-                            plan = Plan(self, args, kwargs, tree, leaves, grad, generic)
+                        return self._build(args, kwargs, tree, leaves, grad), leaves
                     except Exception as exc:
                         # A mistake in the user's function: show their frames, not ours.
                         short = tracebacks.filtered(exc)
                         if short is None:
                             raise
                         raise short
-                    self._plans[key] = plan
-                    self._plans.traced(self, args, kwargs, grad, time.perf_counter() - t0)
-                    return plan, leaves
         self.stats.cache_hits += 1
         return plan, leaves
+
+    def _build(self, args, kwargs, tree, leaves, grad):
+        """Trace and compile the plan of this call, and file it under its key."""
+        __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)
+        t0 = time.perf_counter()
+        compiles = self.stats.compiles
+        name = getattr(self.fn, "__name__", "fn")
+        static = self._static.leaves(tree, leaves)
+        before = self._plans.dynamic.get(tree, frozenset())
+        weak = self._plans.float_inputs(tree, leaves, static)
+        # Floats that vary are traced as values. If that trace fails, the function needs a
+        # float's value as a Python number: the floats new to this call stay constants (then
+        # all of them), and the call traces again.
+        tries = [weak] + ([weak & before] if weak & before and weak - before else []) + (
+            [frozenset()] if weak else [])
+        with progress.compiling(name):
+            for k, w in enumerate(tries):
+                try:
+                    plan = self._new_plan(args, kwargs, tree, leaves, grad, w)
+                    break
+                except Exception as exc:
+                    if not w:
+                        raise
+                    self.stats.traces += 1
+                    kept = w - tries[k + 1]
+                    self._plans.keep_constant(tree, kept)
+                    if self.verbose:
+                        names = pytree.leaf_names(self.fn, args, kwargs)
+                        which = ", ".join(str(names[i] or f"#{i}") for i in sorted(kept))
+                        print(f"[numgrad.jit] {name}: keeping the float argument(s) {which} "
+                              f"constant: the function needs the number "
+                              f"({type(exc).__name__}: {(str(exc) or '-').splitlines()[0]})")
+        self._plans[self._key(args, kwargs)[0]] = plan
+        seconds = time.perf_counter() - t0
+        self._plans.traced(self, args, kwargs, grad, seconds)
+        if self.stats.compiles > compiles:
+            self._plans.batch_compiled(self, tree, leaves, grad, plan.weak, seconds)
+        return plan
+
+    def _new_plan(self, args, kwargs, tree, leaves, grad, weak):
+        """A Plan with the float leaves at ``weak`` traced as 0-d inputs (float64 at the
+        trace; ``autodiff._narrow_weak_inputs`` may give one the dtype its uses cast to)."""
+        generic = self._plans.wants_generic(tree, leaves, grad, weak)
+        if weak:
+            leaves = list(leaves)
+            for i in weak:
+                leaves[i] = Tensor._make(np.array(leaves[i], np.float64))
+            args, kwargs = pytree.unflatten(tree, leaves)
+        return Plan(self, args, kwargs, tree, leaves, grad, generic, weak)
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)
@@ -154,6 +332,10 @@ class CompiledFunction:
             key = [is_grad_enabled()]
             for a in args:
                 if type(a) is not Tensor:
+                    if type(a) is float and len(key) - 1 in self._plans.fast_dynamic.get(
+                            len(args), ()):
+                        key.append(_TRACED_FLOAT)  # a float traced as a value
+                        continue
                     break
                 d = a._data
                 if type(d) is not _ndarray or not d.flags.c_contiguous:
@@ -166,7 +348,8 @@ class CompiledFunction:
                     self._plans.touch(plan)
                     return plan.run(args)
                 plan, leaves = self._plan(args, kwargs)
-                self._fast[tuple(key)] = plan
+                if plan.weak == {i for i, k in enumerate(key[1:]) if k is _TRACED_FLOAT}:
+                    self._fast[tuple(key)] = plan  # (not a plan made while floats changed)
                 return plan.run(leaves)
         plan, leaves = self._plan(args, kwargs)
         return plan.run(leaves)
@@ -193,7 +376,8 @@ class CompiledFunction:
 class Plan:
     """Everything compiled for one signature: forward (+ backward) programs and metadata."""
 
-    def __init__(self, owner, args, kwargs, tree, leaves, grad, generic=False):
+    def __init__(self, owner, args, kwargs, tree, leaves, grad, generic=False,
+                 weak=frozenset()):
         t0 = time.perf_counter()
         self.owner = owner
         # Non-tensor leaves only: holding the first call's tensors would keep them alive
@@ -201,15 +385,41 @@ class Plan:
         self.tree = tree
         self.leaves_template = [None if isinstance(x, Tensor) else x for x in leaves]
         self.tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
+        # Leaf positions of the Python floats traced as 0-d inputs (the call passes floats
+        # there; ``run`` makes them 0-d tensors on the plan's device).
+        self.weak = weak
         name = getattr(owner.fn, "__name__", "fn")
         self.opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
-        tensors = [leaves[i] for i in self.tensor_pos]
+        tensors = [leaves[i] for i in self.tensor_pos if i not in weak]
+        chosen = []
+
+        def backend_for(captures):  # the floats are on no device: the tensors choose
+            chosen.append(_backend_for(owner, tensors + list(captures)))
+            return get_backend(chosen[-1])
+
         low = pipeline.lower(owner.fn, args, kwargs, grad_mode=grad, remat=owner.remat,
-                             options=self.opts, backend_for=lambda captures: get_backend(
-                                 _backend_for(owner, tensors + list(captures))))
+                             options=self.opts, backend_for=backend_for,
+                             weak=weak | owner._weak_leaves)
         owner.stats.traces += 1
+        if weak:
+            # Each float enters in its input's dtype (float64, or the one every use casts
+            # it to: autodiff._narrow_weak_inputs), rounded here as eager mode rounds it.
+            ins = low.traced.graph.inputs
+            self._float_dtypes = [(i, ins[k].dtype) for k, i in enumerate(self.tensor_pos)
+                                  if i in weak]
+            self._scalar_device = None
+            if chosen[-1] == "cuda":
+                self._scalar_device = next(
+                    (t.device for t in tensors + list(low.traced.captures)
+                     if t.device.type == "cuda"), owner.device or "cuda")
+            self.run = self._run_floats
         self._adopt(low)
         self._count(owner.stats)
+        # Compiles the programs make later are shown and counted as this plan's.
+        for p in self.programs:
+            p.late = self.late
+        if self.spec is not None:
+            self.spec.late = self.late
         if owner.verbose:
             print(f"[numgrad.jit] {name}: traced and compiled {len(self.programs)} "
                   f"program(s), {owner.stats.kernels} kernel(s) in "
@@ -267,6 +477,24 @@ class Plan:
     def guard_ok(self):
         return self.guard is None or self.guard()
 
+    def late(self, what, build, program=None):
+        """``build()``, a compile one of this plan's programs makes after the plan was built
+        (its multi-threaded tier at the second call; the one-pass program of the habit
+        path, which ``build`` returns): under the progress line, naming the function and
+        ``what``, and counted in the owner's ``stats`` (``compiles`` if it compiled code
+        this function had not used)."""
+        stats = self.owner.stats
+        before = getattr(program, "modules", None)
+        t0 = time.perf_counter()
+        with progress.compiling(self.opts.name, what):
+            out = build()
+        stats.compile_seconds += time.perf_counter() - t0
+        if program is None:           # a new program: new code unless its modules are known
+            stats.compiles += self.owner._plans.new_code([out])
+        elif program.modules != before:   # the tier moved to modules of its own
+            stats.compiles += self.owner._plans.new_code([program])
+        return out
+
     @property
     def joint_graph(self):
         """The forward and derived backward in one graph (for ``trace``), built when asked:
@@ -302,6 +530,16 @@ class Plan:
         roles = ("forward", "backward") if self.grad else ("forward",)
         return SourceText([(f"{r} program ({p.kernels} kernel{'s' if p.kernels != 1 else ''})",
                             p.source) for r, p in zip(roles, self.programs)])
+
+    def _run_floats(self, leaves):
+        """``run`` for a plan with traced floats: each becomes a 0-d input of its dtype,
+        on the plan's device."""
+        leaves = list(leaves)
+        dev = self._scalar_device
+        for i, dtype in self._float_dtypes:
+            a = np.array(leaves[i], dtype)
+            leaves[i] = Tensor._make(a if dev is None else devices.upload(a, dev))
+        return Plan.run(self, leaves)
 
     def run(self, leaves):
         if self._one_output is not None:
@@ -375,6 +613,10 @@ class Plan:
                                             **{k: getattr(self.owner.options, k)
                                                for k in ("parallel", "fastmath", "cache",
                                                          "vector_math")})
+            # The traced floats come in as 0-d tensors: they still promote as numbers.
+            self._bwd_fn._weak_leaves = frozenset(
+                k for k, i in enumerate(self.tensor_pos)
+                if i in self.weak or i in self.owner._weak_leaves)
         cts = []
         from numgrad.creation import zeros
         for k, j in enumerate(self.traced.cotangent_of):

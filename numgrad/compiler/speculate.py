@@ -33,7 +33,8 @@ ENABLED = None
 class Speculation:
     """Per plan: the joint program (built when first wanted) and when to use it."""
 
-    __slots__ = ("_build", "_one", "ct_dtype", "joint", "n_grads", "off", "on", "pending")
+    __slots__ = ("_build", "_one", "ct_dtype", "joint", "late", "n_grads", "off", "on",
+                 "pending")
 
     def __init__(self, build, n_grads, ct_shape, ct_dtype):
         self._build = build
@@ -42,6 +43,7 @@ class Speculation:
         self.on = False        # the next calls run the joint program
         self.off = False       # given up for this plan
         self.pending = 0
+        self.late = None       # the owning plan's hook for compiles after its build (runtime)
         self.ct_dtype = np.dtype(ct_dtype)
         self._one = np.ones(ct_shape, ct_dtype)  # the seed; kernels never write an input
 
@@ -67,8 +69,11 @@ class Speculation:
             saved = fwd.outputs[len(tr.outputs):len(tr.outputs) + n_saved]
             graph = optimize(tr.graph.copy(outputs=list(tr.outputs) + grads + list(saved)))
             # Its final tier at once: the plan's first call already ran the serial one,
-            # and a serial joint tier would cost one more compile on the way.
-            par = True if opts.parallel == "auto" else opts.parallel
+            # and a serial joint tier would cost one more compile on the way. A
+            # shape-generic plan keeps "auto": its loops decide at run time, and where
+            # none would thread at its shapes the serial tier is final (a prange compile
+            # for nothing costs more than the rest of the program).
+            par = True if opts.parallel == "auto" and not opts.generic else opts.parallel
             return pipeline.compile_graph(graph, backend, opts.but(role="joint", parallel=par))
         return cls(build, len(grads), ct.shape, ct.dtype)
 
@@ -81,7 +86,8 @@ class Speculation:
     def run(self, arrays):
         """``(outputs + saved, grads)`` from the joint program."""
         if self.joint is None:
-            self.joint = self._build()
+            self.joint = (self._build() if self.late is None else
+                          self.late("forward and backward in one pass", self._build))
         self.pending += 1
         if self.pending > MAX_PENDING:  # calls without their backward: stop after this one
             self.on, self.off = False, True

@@ -152,6 +152,8 @@ class Tracer:
         if not prim.jit:
             raise TracingError(f"op '{prim.name}' has no lowering, so @ng.jit cannot compile it "
                                f"({where_in_user_code()}); call it outside the jitted function")
+        for v in params.values():  # a parameter is baked into the kernel: a number is needed
+            tracing_hook.as_number(v)
         ins = [self.var_of(d) for d in datas]
         shape, dtype = self.abstract(prim, ins, params)
         out = self._new(shape, dtype)
@@ -197,6 +199,12 @@ class Tracer:
 
     def concrete_access(self, var, reason=None):
         where = where_in_user_code()
+        if var._ng_weak:
+            # Caught by the runtime, which keeps the argument a constant and traces again.
+            what = (f"the Python float argument {var.name}" if var.hint else
+                    "a value computed from Python float arguments")
+            raise TracingError(f"the value of {what} is needed as a Python number {where}: "
+                               "the argument stays a constant of the plan")
         if reason == "array":
             raise TracingError(
                 f"NumPy was handed a traced tensor ({var.type_str()}) {where}: inside @ng.jit, "

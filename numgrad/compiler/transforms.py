@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 
+from numgrad import tracing_hook
 from numgrad.autograd import engine
 from numgrad.compiler.tracer import current_tracer
 from numgrad.creation import zeros_like
@@ -77,6 +78,10 @@ def value_and_grad(fn, argnums=0, has_aux=False) -> Callable:
             elif not isinstance(a, Tensor):
                 raise TypeError(f"value_and_grad: argument {n} must be a Tensor or a Python "
                                 f"float, got {type(a).__name__}")
+            else:
+                # A float argument that @ng.jit traces as a value: differentiating w.r.t.
+                # it takes the float path above, so it stays a constant of the plan.
+                tracing_hook.as_number(a)
             if not a.dtype.is_floating_point:
                 raise RuntimeError("only Tensors of floating point dtype can require gradients "
                                    f"(argument {n} is {a.dtype})")

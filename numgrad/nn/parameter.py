@@ -28,7 +28,7 @@ class Parameter(Tensor):
         t = Tensor.__new__(cls)
         src = data.detach()
         fresh = Tensor._make(src._data, None, src._vc)
-        for name in Tensor.__slots__[:-2]:  # the payload slots (not _views, __weakref__)
+        for name in Tensor._PAYLOAD_SLOTS:
             setattr(t, name, getattr(fresh, name))
         t._set_requires_grad(requires_grad)
         return t

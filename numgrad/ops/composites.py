@@ -14,6 +14,7 @@ import itertools
 import math
 import numpy as np
 
+from numgrad import tracing_hook
 from numgrad.ops import elementwise as E, layout as L, reduction as R, special as S
 from numgrad.ops.cumulative import cumsum_p, prod_p
 from numgrad.ops.indexing import getitem, index_add_p, normalize_index
@@ -389,6 +390,7 @@ def isclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08,
     """Elementwise ``|input - other| <= atol + rtol * |other|`` as a bool tensor, equal
     infinities close, NaN close to NaN only with ``equal_nan`` (``torch.isclose``)."""
     _tensor_arg(input, "isclose")
+    other = tracing_hook.as_number(other)   # a number takes the number's path below
     a = input.detach()
     b = other.detach() if isinstance(other, Tensor) else other
     with np.errstate(invalid="ignore"):

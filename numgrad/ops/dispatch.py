@@ -7,6 +7,15 @@ grad mode is on and an input requires grad, records an ``OpNode``. Evaluation
 asks the payloads how: a NumPy array runs ``prim.impl``; a payload carrying an
 ``_ng_interpreter`` (the jit tracer's IR values) hands the call to it. That is
 the only place tracing plugs into eager code.
+
+Type promotion is PyTorch's (``dtypes.promote``): a Python number only lifts the
+category. A traced Python number (``tracing_hook.weak``: a float argument ``@ng.jit``
+traces as a 0-d float64 input) promotes as the number it stands for, so ``x_f32 * lr``
+stays float32 with ``lr`` rounded to float32 as eager mode rounds it. An elementwise op
+on such numbers and Python numbers alone is Python's arithmetic on them (``lr * 2``,
+``lr > 1``): it computes as Python does (float64 if a float is among them, else int64,
+else bool) and gives a traced Python number again, where the registry says the op has
+Python's bits (``python_exact``); else the trace fails and the argument stays a constant.
 """
 from __future__ import annotations
 
@@ -16,6 +25,7 @@ import numpy as np
 
 from numgrad import dtypes as _dt
 from numgrad import tracing_hook
+from numgrad.errors import TracingError, user_location
 from numgrad.autograd import anomaly as _anomaly
 from numgrad.autograd.graph import Node, SavedParam, SavedTensor, edge_of, _sequence
 from numgrad.grad_mode import is_grad_enabled
@@ -86,18 +96,24 @@ def promote_operands(prim, args):
                 db = b._data
                 if da.dtype == db.dtype:
                     return args, [da, db]
-            elif (tb is float or tb is int) and da.dtype.kind == "f":
+            elif ((tb is float or tb is int) and da.dtype.kind == "f"
+                  and (type(da) is _ndarray or not getattr(da, "_ng_weak", False))):
                 s = _make(np.array(b, da.dtype))
                 return (a, s), [da, s._data]
         elif tb is Tensor and (ta is float or ta is int):
             db = b._data
-            if db.dtype.kind == "f":
+            if db.dtype.kind == "f" and (type(db) is _ndarray
+                                         or not getattr(db, "_ng_weak", False)):
                 s = _make(np.array(a, db.dtype))
                 return (s, b), [s._data, db]
     keys = []
     for a in args:
         if isinstance(a, Tensor):
-            keys.append((a.dtype, a.ndim, False))
+            if getattr(a._data, "_ng_weak", False):  # keyed as the Python number it is
+                d = a.dtype
+                keys.append((_dt.default_float if d.is_floating_point else d, 0, True))
+            else:
+                keys.append((a.dtype, a.ndim, False))
         elif isinstance(a, (numbers.Number, np.bool_)) and not isinstance(a, complex):
             keys.append((_dt.of_scalar(a), 0, True))
         else:
@@ -122,10 +138,13 @@ def to_dtype_prim():
 
 def apply(prim, *args, **params):
     """Evaluate ``prim`` on ``args`` and record its backward node when grad mode asks."""
+    weak = False
     if tracing_hook.capture is not None:  # a trace is running: lift captured tensors
         args = _lift(prim, args)
+        weak = prim.kind in BROADCASTING and _python_numbers_only(prim, args)
     if prim.kind in BROADCASTING:
-        tensors, datas = promote_operands(prim, args)
+        tensors, datas = (_python_operands(prim, args) if weak else
+                          promote_operands(prim, args))
         if len(datas) != len(prim.inputs):
             raise _arity_error(prim, args)
         try:
@@ -133,6 +152,8 @@ def apply(prim, *args, **params):
         except ValueError:
             broadcast_shapes(*[d.shape for d in datas])  # PyTorch's message if that was it
             raise
+        if weak:  # Python arithmetic on Python numbers gives a Python number
+            out_data._ng_weak = True
     else:
         tensors = args[0] if prim.variadic else args
         if len(tensors) != len(prim.inputs) and not prim.variadic:
@@ -174,6 +195,46 @@ def _lift(prim, args):
         return (type(args[0])(capture(a) if isinstance(a, Tensor) else a for a in args[0]),
                 ) + tuple(args[1:])
     return tuple(capture(a) if isinstance(a, Tensor) else a for a in args)
+
+
+def _python_numbers_only(prim, args):
+    """Whether ``args`` are traced Python numbers and Python numbers alone (the result is
+    then one too). Raises TracingError where the op would not give Python's bits."""
+    traced = False
+    for a in args:
+        if tracing_hook.weak(a):
+            traced = True
+        elif type(a) not in (int, float, bool):
+            return False
+    if not traced:
+        return False
+    exact = prim.python_exact
+    if exact is True or (exact and exact(args)):
+        return True
+    raise TracingError(f"{prim.name} of a Python float argument {user_location()}: compiled "
+                       "code would not give the bits (or the error) Python's float arithmetic "
+                       "gives, so the argument stays a constant of the plan")
+
+
+def _python_operands(prim, args):
+    """``promote_operands`` for Python arithmetic on Python numbers (some traced): in
+    float64 if a float is among them, else int64, else bool, as Python computes."""
+    if prim.check is not None:
+        error = prim.check(args)
+        if error is not None:
+            raise error
+    kinds = {a._data.dtype.kind if isinstance(a, Tensor) else
+             ("b" if type(a) is bool else "i" if type(a) is int else "f") for a in args}
+    dt = np.dtype(np.float64 if "f" in kinds else np.int64 if "i" in kinds else np.bool_)
+    tensors, datas = [], []
+    for a in args:
+        t = a if isinstance(a, Tensor) else _make(np.asarray(a, dt))
+        d = t._data
+        if d.dtype != dt:
+            d = evaluate(to_dtype_prim(), [d], {"dtype": dt})
+        tensors.append(t)
+        datas.append(d)
+    return tensors, datas
 
 
 def _arity_error(prim, args):

@@ -39,6 +39,15 @@ def _np_clamp(x, min, max):
     return x
 
 
+def _divides_like_python(operands):
+    # x / y on Python floats raises ZeroDivisionError for y == 0, which a kernel cannot:
+    # exact only by a divisor known to be nonzero (a Python number, not a traced one),
+    # and of a float (an int / int divides in the default float dtype here, as PyTorch).
+    x, y = operands
+    return (type(y) in (int, float) and y != 0
+            and (type(x) is float or isinstance(x, Tensor) and x.dtype.is_floating_point))
+
+
 def _np_div(x, y):
     out = np.true_divide(x, y)
     # PyTorch: integer / integer gives the default float dtype, not float64.
@@ -181,9 +190,10 @@ def _pow_tensor_scalar(args, dt, params, spell):
 # ------------------------------------------------------------------ unary
 neg = defop("neg", inputs=("x",), impl=np.negative, kind=E, lowering="(-{0})",
             check=_refuse_bool(RuntimeError, "Negation, the `-` operator, on a bool tensor "
-                               "is not supported. " + _MASK_HINT))
+                               "is not supported. " + _MASK_HINT), python_exact=True)
 abs_ = defop("abs", inputs=("x",), impl=np.abs, kind=E, lowering="abs({0})",
-             check=_refuse_bool(NotImplementedError, '"abs_cpu" not implemented for \'Bool\''))
+             check=_refuse_bool(NotImplementedError, '"abs_cpu" not implemented for \'Bool\''),
+             python_exact=True)
 sign = defop("sign", inputs=("x",), impl=_np_sign, kind=E, lowering="sign({0})",
              scalar=_sign_scalar)
 exp, log, sqrt, tanh = (_floating(n, getattr(np, n)) for n in ("exp", "log", "sqrt", "tanh"))
@@ -271,11 +281,14 @@ def _clamp_vjp(g, x, min, max):
 clamp.defvjp(_clamp_vjp)
 
 # ----------------------------------------------------------------- binary
-add = defop("add", inputs=("x", "y"), impl=np.add, kind=E, lowering="({0} + {1})")
+add = defop("add", inputs=("x", "y"), impl=np.add, kind=E, lowering="({0} + {1})",
+            python_exact=True)
 sub = defop("sub", inputs=("x", "y"), impl=np.subtract, kind=E, lowering="({0} - {1})",
-            check=_sub_check)
-mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} * {1})")
-div = defop("div", inputs=("x", "y"), impl=_np_div, kind=E, lowering="({0} / {1})")
+            check=_sub_check, python_exact=True)
+mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} * {1})",
+            python_exact=True)
+div = defop("div", inputs=("x", "y"), impl=_np_div, kind=E, lowering="({0} / {1})",
+            python_exact=_divides_like_python)
 pow_ = defop("pow", inputs=("x", "y"), impl=_np_pow, kind=E, node="PowBackward1",
              lowering="power({0}, {1})", scalar=_pow_tensor_scalar, cost=Cost(weight=HEAVY))
 maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E,
@@ -313,12 +326,18 @@ minimum.defvjp(lambda g, x, y: _share(g, x > y, x, y), lambda g, x, y: _share(g,
 
 # ------------------------------------------------------ comparisons (no grad)
 C = "compare"
-eq = defop("eq", inputs=("x", "y"), impl=np.equal, kind=C, lowering="({0} == {1})")
-ne = defop("ne", inputs=("x", "y"), impl=np.not_equal, kind=C, lowering="({0} != {1})")
-lt = defop("lt", inputs=("x", "y"), impl=np.less, kind=C, lowering="({0} < {1})")
-le = defop("le", inputs=("x", "y"), impl=np.less_equal, kind=C, lowering="({0} <= {1})")
-gt = defop("gt", inputs=("x", "y"), impl=np.greater, kind=C, lowering="({0} > {1})")
-ge = defop("ge", inputs=("x", "y"), impl=np.greater_equal, kind=C, lowering="({0} >= {1})")
+eq = defop("eq", inputs=("x", "y"), impl=np.equal, kind=C, lowering="({0} == {1})",
+           python_exact=True)
+ne = defop("ne", inputs=("x", "y"), impl=np.not_equal, kind=C, lowering="({0} != {1})",
+           python_exact=True)
+lt = defop("lt", inputs=("x", "y"), impl=np.less, kind=C, lowering="({0} < {1})",
+           python_exact=True)
+le = defop("le", inputs=("x", "y"), impl=np.less_equal, kind=C, lowering="({0} <= {1})",
+           python_exact=True)
+gt = defop("gt", inputs=("x", "y"), impl=np.greater, kind=C, lowering="({0} > {1})",
+           python_exact=True)
+ge = defop("ge", inputs=("x", "y"), impl=np.greater_equal, kind=C, lowering="({0} >= {1})",
+           python_exact=True)
 logical_and = defop("logical_and", inputs=("x", "y"), impl=np.logical_and, kind=C,
                     lowering="({0} and {1})")
 logical_or = defop("logical_or", inputs=("x", "y"), impl=np.logical_or, kind=C,

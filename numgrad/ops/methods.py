@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 
 from numgrad import dtypes as _dt
+from numgrad import tracing_hook
 from numgrad.grad_mode import no_grad
 from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
 from numgrad.ops import linalg, inplace, special as SP, composites as C, api
@@ -50,6 +51,9 @@ def pow(x, exponent) -> Tensor:
     """``x ** exponent`` for a tensor or number exponent (and ``number ** tensor``)
     (``torch.pow``, ``jax.numpy.power``). Raises RuntimeError for an integer tensor to a
     negative integer power."""
+    # A number exponent is a parameter of the kernel: a traced Python float cannot be one.
+    if tracing_hook.capture is not None:
+        exponent = tracing_hook.as_number(exponent)
     if isinstance(x, Tensor) and isinstance(exponent, numbers.Number) and \
             not isinstance(exponent, bool):
         if isinstance(exponent, float) and not x.dtype.is_floating_point:
@@ -186,6 +190,10 @@ def clamp(x, min=None, max=None) -> Tensor:
     (``torch.clamp``, ``jax.numpy.clip``). Raises RuntimeError when both are None."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    # Number bounds are parameters of the kernel (maximum/minimum would differ at -0 and
+    # ties): a traced Python float cannot be one.
+    if tracing_hook.capture is not None:
+        min, max = tracing_hook.as_number(min), tracing_hook.as_number(max)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         out = x
         if min is not None:

@@ -60,6 +60,12 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
 - ``check(operands)``: for operands PyTorch refuses that NumPy would take (bools in
   ``sub``, ``neg``, ``abs``, ``relu``), returns PyTorch's exception, raised before any
   promotion (so eager mode and the tracer refuse alike); None when the operands are fine.
+- ``python_exact``: on Python floats alone (a float argument ``@ng.jit`` traces as a
+  value, with Python numbers) the op gives the bits Python's float arithmetic gives, and
+  raises where Python would not: True for the correctly rounded IEEE operations and the
+  comparisons, or ``python_exact(operands) -> bool`` (division: by a nonzero Python
+  number only, since Python raises ZeroDivisionError). Any other op on such floats keeps
+  the argument a constant (``ops.dispatch``).
 
 ``defvjp`` takes one rule per input, in order (``None``: no gradient flows to
 that input). A rule takes the incoming gradient ``g`` (a Tensor) and asks for
@@ -142,6 +148,7 @@ class Primitive:
     view: bool = False
     floating: bool = False   # int/bool operands computed in the default float dtype
     check: object = None     # check(operands) -> the exception to raise, or None
+    python_exact: object = False  # True, or (operands) -> bool: Python's float bits
     saves: object = None     # saves(params) -> names of params the node saves (and frees)
     random: bool = False     # draws random numbers per call: never folded or merged
     scalar: object = None    # scalar(args, dtype, params, spell) -> expression

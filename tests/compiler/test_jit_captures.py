@@ -306,7 +306,8 @@ def test_state_a_hook_appends_to_does_not_retrace():
 
 
 def test_scalar_arguments_are_keyed_by_bits():
-    f = ng.jit(lambda x, s: x / s, backend="numpy")
+    # Static floats are always constants, keyed by their bits.
+    f = ng.jit(lambda x, s: x / s, backend="numpy", static_argnames="s")
     x = ng.tensor([1.0])
     assert to_numpy(f(x, 0.0))[0] == np.inf
     assert to_numpy(f(x, -0.0))[0] == -np.inf
@@ -314,6 +315,18 @@ def test_scalar_arguments_are_keyed_by_bits():
     for _ in range(3):
         assert np.isnan(to_numpy(f(x, float("nan")))[0])
     assert f.stats.traces == 3          # NaN finds its plan again
+
+
+def test_a_float_argument_varies_from_its_first_bits():
+    f = ng.jit(lambda x, s: x / s, backend="numpy")
+    x = ng.tensor([1.0])
+    for _ in range(2):
+        assert np.isnan(to_numpy(f(x, float("nan")))[0])
+    assert f.stats.traces == 1          # NaN is the same value again: a constant still
+    assert to_numpy(f(x, 0.0))[0] == np.inf   # other bits: traced as a value from now on
+    assert to_numpy(f(x, -0.0))[0] == -np.inf
+    assert np.isnan(to_numpy(f(x, float("nan")))[0])
+    assert f.stats.traces == 2
 
 
 @pytest.mark.parametrize("draw", ["np.random.rand(3)", "ng.randn(3).numpy()",

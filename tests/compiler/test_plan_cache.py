@@ -68,12 +68,24 @@ def test_many_retraces_warn_once_naming_the_argument():
     x = _t(3)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for k in range(RETRACE_WARNING + 3):
-            assert f(x, float(k)).item() == pytest.approx(3.0 * k)
+        for k in range(RETRACE_WARNING + 3):   # an int: a constant of each plan
+            assert f(x, k).item() == pytest.approx(3.0 * k)
     msgs = [str(w.message) for w in caught if "traced" in str(w.message)]
     assert len(msgs) == 1, msgs
     assert "argument 'k'" in msgs[0] and "_scaled" in msgs[0]
+    assert "ng.tensor(v)" in msgs[0] and "static_argnames" in msgs[0]
     assert f.stats.retraces == RETRACE_WARNING + 2
+
+
+def test_a_varying_float_does_not_warn():
+    f = ng.jit(_scaled, backend="numpy")
+    x = _t(3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(RETRACE_WARNING + 3):   # traced as a value from the second on
+            assert f(x, float(k)).item() == pytest.approx(3.0 * k)
+    assert not [w for w in caught if "traced" in str(w.message)]
+    assert f.stats.traces == 2 and f.stats.retraces == 1
 
 
 # ------------------------------------------------------------------- disk size cap

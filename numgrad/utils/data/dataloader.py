@@ -3,6 +3,12 @@
 Room: utils. Batches are formed in the main process (no workers). A ``TensorDataset`` is
 sliced a whole batch at a time (one gather per tensor, not one index per sample); any other
 dataset is indexed per sample and collated.
+
+When the last batch will be smaller (``drop_last=False`` and a length the batch size does
+not divide), every batch's tensors are marked as varying along dim 0 (as
+``torch._dynamo.mark_dynamic`` marks them): an ``@ng.jit`` function called with them
+builds a shape-generic plan from the first batch, which the last batch reuses without a
+compile (docs/design-notes.md, "Partial last batch").
 """
 from __future__ import annotations
 
@@ -88,13 +94,31 @@ class DataLoader:
                 yield self.dataset[int(order[i]) if order is not None else i]
             return
         fast = type(self.dataset) is TensorDataset and self.collate_fn is default_collate
+        ragged = not self.drop_last and n % self.batch_size != 0
         for b in range(len(self)):
             lo, hi = b * self.batch_size, min((b + 1) * self.batch_size, n)
             if fast:
                 # A gather copies; a slice would be a view, and an in-place op on the
                 # batch would then write into the dataset.
                 idx = order[lo:hi] if order is not None else creation.arange(lo, hi)
-                yield tuple(t[idx] for t in self.dataset.tensors)
+                batch = tuple(t[idx] for t in self.dataset.tensors)
             else:
                 ids = order[lo:hi].tolist() if order is not None else range(lo, hi)
-                yield self.collate_fn([self.dataset[i] for i in ids])
+                batch = self.collate_fn([self.dataset[i] for i in ids])
+            if ragged:
+                _mark_batch_dim(batch)
+            yield batch
+
+
+def _mark_batch_dim(batch, depth=0):
+    """Mark dim 0 of the tensors in ``batch`` (through tuples, lists and dicts) as one
+    that varies between calls (``Tensor._ng_dynamic``)."""
+    if isinstance(batch, Tensor):
+        if batch.ndim:
+            batch._ng_dynamic = (0,)
+    elif isinstance(batch, (tuple, list)) and depth < 8:
+        for b in batch:
+            _mark_batch_dim(b, depth + 1)
+    elif isinstance(batch, dict) and depth < 8:
+        for b in batch.values():
+            _mark_batch_dim(b, depth + 1)

@@ -8,7 +8,8 @@ Room: compiler. ``build`` picks how a rendered schedule gets machine code:
   ``compiled.source`` shows for it;
 - otherwise Numba compiles the module (``cache.load_module``, verified on disk). With
   ``parallel="auto"`` and a cold cache the first call gets the serial tier and the
-  Program compiles the prange tier at its second call (``prange_tier``);
+  Program compiles the prange tier at its second call (``prange_tier``), unless the plan
+  is shape-generic and no loop would run threaded at its shapes;
 - a module Numba cannot compile runs on the NumPy reference backend, with a warning: a
   codegen gap must never reach the user as a Numba traceback.
 
@@ -61,7 +62,10 @@ def build(rendered, options):
     par = any(k.parallel for k in kernels)
     built = use_disk and _cache.is_built(source)
     tiered = par and options.parallel == "auto" and not built
-    upgrade = prange_tier(sources, verbose, use_disk) if tiered else None
+    # A shape-generic plan decides per loop at run time whether to thread: where no loop
+    # would at this plan's shapes (a small batch), the serial tier is its final one, and
+    # the prange tier is compiled by the first plan whose shapes need it.
+    upgrade = prange_tier(sources, verbose, use_disk) if tiered and _threads_pay(sched) else None
     if kernels and (tiered or not par or options.parallel is True):
         # Without Numba where every loop can be an llvm_body body (backends.cpu.llvm.kernel):
         # serial kernels, which go multi-threaded at the second call (at once with
@@ -107,6 +111,8 @@ def prange_tier(sources, verbose, use_disk):
         _omp.tune()
         if verbose:
             print("[numgrad.jit] second call: compiling the multi-threaded (prange) tier")
+        _progress.note("tier", _cache.module_name(sources[-1]),
+                       [st.name for kind, st in prog.steps if kind == "kernel"])
         for source in sources:
             module, _ = _cache.load_module(source, verbose=verbose, use_disk=use_disk)
         for kind, st in prog.steps:
@@ -115,6 +121,15 @@ def prange_tier(sources, verbose, use_disk):
         prog.module = module
         prog.modules = tuple(_cache.module_name(s) for s in reversed(sources))
     return upgrade
+
+
+def _threads_pay(sched):
+    """Whether some loop of ``sched`` runs threaded at the shapes it was built for."""
+    for k in sched.kernels:
+        for b in k.body:
+            if getattr(b, "parallel", False) and (not b.runtime_size or b.work >= sched.min_work):
+                return True
+    return False
 
 
 def _steps(sched):

@@ -42,6 +42,9 @@ class Program:
         # the second call (backends.cpu.build.prange_tier, backends.cpu.llvm.kernel.threads_tier).
         self._upgrade = upgrade
         self._calls = 0
+        # late(what, build, program) -> build(): how a compile after the plan was built (the
+        # tier) is shown and counted; set by the plan that owns this program (runtime.Plan).
+        self.late = None
         self.modules = ()  # names of the kernel modules it runs (set by backends.cpu.renderer)
         self._bind()
 
@@ -82,7 +85,7 @@ class Program:
                 return
             upgrade, self._upgrade = self._upgrade, None
             try:
-                upgrade(self)
+                late_compile(self, "multi-threaded tier", lambda: upgrade(self))
             except Exception as exc:  # keep the serial kernels, which work
                 warnings.warn(f"numgrad could not compile the multi-threaded kernels "
                               f"({first_line(exc)}); "
@@ -92,9 +95,7 @@ class Program:
 
     def __call__(self, arrays):
         if self._upgrade is not None:
-            from numgrad.compiler import progress
-            with progress.compiling(self.graph.name, "multi-threaded tier"):
-                self._tier_up()
+            self._tier_up()
         if self._direct is not None:
             for a in arrays:
                 if not a.flags.c_contiguous or not a.flags.writeable:
@@ -124,6 +125,17 @@ class Program:
                 env[e.out] = np.asarray(e.prim.impl(*ins, **e.params))
         return [_ready(env[v]).reshape(shape) if not shape else env[v].reshape(shape)
                 for v, shape in self._outputs]
+
+
+def late_compile(program, what, build):
+    """``build()``, a compile ``program`` makes after its plan was built, through the
+    owner's hook (``program.late``: progress line, ``stats``), or under a progress line of
+    its own for a program no plan owns."""
+    if program.late is not None:
+        return program.late(what, build, program)
+    from numgrad.compiler import progress
+    with progress.compiling(program.graph.name, what):
+        return build()
 
 
 def _ready(a):

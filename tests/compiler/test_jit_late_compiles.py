@@ -1,0 +1,98 @@
+"""Compiles a plan makes after it was built are shown and counted as its function's.
+
+With ``parallel="auto"`` and a cold cache a plan's first call runs serial kernels and its
+second compiles the multi-threaded tier (``backends.cpu.build.prange_tier``); the habit
+``loss = f(x); loss.backward()`` compiles the one-pass forward and backward
+(``compiler.speculate``) when it comes a second time. Both must show the progress line
+(naming the function and what is compiled) and land in the owner's ``stats``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numgrad as ng
+from numgrad.compiler.backends.cpu.llvm import kernel as llvm_kernel
+
+N = 1 << 17   # enough work for a parallel loop (schedule.PARALLEL_MIN_WORK)
+
+
+@pytest.fixture
+def progress_now(monkeypatch):
+    monkeypatch.setenv("NUMGRAD_PROGRESS", "1")
+    monkeypatch.setenv("NUMGRAD_PROGRESS_DELAY", "0")
+
+
+def _prange_sum(x, y):
+    return (x * y + ng.sin(x)).sum()
+
+
+def test_numba_multithreaded_tier_is_shown_and_counted(monkeypatch, progress_now, capsys):
+    monkeypatch.setattr(llvm_kernel, "ENABLED", False)   # Numba's prange tier, compiled
+    f = ng.jit(_prange_sum, cache=False)
+    x = ng.randn(N, dtype=ng.float64)
+    y = ng.randn(N, dtype=ng.float64)
+    first = f(x, y).numpy().copy()
+    prog = next(iter(f._plans.values())).programs[0]
+    assert prog.tier == "serial"
+    err = capsys.readouterr().err
+    assert "multi-threaded tier" not in err          # nothing compiled for it yet
+    compiles, seconds = f.stats.compiles, f.stats.compile_seconds
+    second = f(x, y).numpy()
+    assert prog.tier == "final"
+    err = capsys.readouterr().err
+    assert "numgrad: compiling _prange_sum (multi-threaded tier" in err
+    assert f.stats.compiles == compiles + 1
+    assert f.stats.compile_seconds > seconds
+    assert f.stats.traces == 1
+    # The tiers compute the same chunks in the same order: the same bits.
+    assert first.tobytes() == second.tobytes()
+    want = (x.numpy() * y.numpy() + np.sin(x.numpy())).sum()
+    np.testing.assert_allclose(second, want, rtol=1e-12)
+    # A third call compiles nothing and shows nothing.
+    f(x, y)
+    assert capsys.readouterr().err == ""
+    assert f.stats.compiles == compiles + 1
+
+
+def _chain(x):
+    for _ in range(6):   # long and heavy: a parallel llvm_body loop at 4096 elements
+        x = ng.tanh(ng.sin(x) * 1.01 + 0.1 * x)
+    return x.sum()
+
+
+def test_llvmlite_threads_tier_is_timed_but_compiles_nothing(monkeypatch, progress_now):
+    monkeypatch.setattr(llvm_kernel, "ENABLED", True)
+    f = ng.jit(_chain, cache=False)
+    x = ng.randn(4096, dtype=ng.float64)
+    first = f(x).numpy().copy()
+    prog = next(iter(f._plans.values())).programs[0]
+    assert prog.module is None and prog.tier == "serial"   # llvmlite kernels, serial
+    compiles, seconds = f.stats.compiles, f.stats.compile_seconds
+    assert f(x).numpy().tobytes() == first.tobytes()
+    assert prog.tier == "final"
+    # Switching llvmlite kernels to threads starts the pool and compiles no code.
+    assert f.stats.compiles == compiles
+    assert f.stats.compile_seconds >= seconds
+
+
+def test_one_pass_forward_and_backward_is_shown_and_counted(progress_now, capsys):
+    f = ng.jit(lambda x: (ng.tanh(x) * x).sum())
+    x = ng.randn(64, dtype=ng.float64, requires_grad=True)
+    f(x).backward()
+    g1 = x.grad.numpy().copy()
+    capsys.readouterr()
+    compiles, seconds = f.stats.compiles, f.stats.compile_seconds
+    x.grad = None
+    f(x).backward()                   # runs the joint program, compiled now
+    err = capsys.readouterr().err
+    assert "numgrad: compiling <lambda> (forward and backward in one pass" in err
+    assert f.stats.compiles == compiles + 1
+    assert f.stats.compile_seconds > seconds
+    assert f.stats.traces == 1
+    assert x.grad.numpy().tobytes() == g1.tobytes()
+    # Eager is the reference.
+    xe = x.detach().requires_grad_(True)
+    (ng.tanh(xe) * xe).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-12)
