@@ -16,6 +16,7 @@ import numpy as np
 
 from numgrad import config, tracing_hook
 from numgrad.autograd import anomaly
+from numgrad.autograd.engine import is_implicit_seed
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
 from numgrad.compiler.backends import get_backend
@@ -337,6 +338,8 @@ class Plan:
                 arrays[i] = arrays[i].copy()
             if type(t._data) is _ndarray:
                 t._data[...] = arr
+            elif is_implicit_seed(t._data):  # shared by every backward(): rebound, as eager is
+                t._data = arr
             else:  # a device payload: copy on the device
                 t._data.buf.copy_to_device(arr.buf)
             t._vc.value += tr.bumps[i] if tr.bumps else 1
