@@ -157,9 +157,15 @@ class CompiledFunction:
                 if type(a) is not Tensor:
                     break
                 d = a._data
-                if type(d) is not _ndarray or not d.flags.c_contiguous:
-                    break  # strided inputs are keyed by their strides, on the slow path
-                key.append((d.shape, d.dtype.num, a._requires_grad))
+                if type(d) is _ndarray:
+                    if not d.flags.c_contiguous:
+                        break  # strided inputs are keyed by their strides, on the slow path
+                    key.append((d.shape, d.dtype.num, a._requires_grad))
+                    continue
+                device = getattr(d, "_ng_device", None)  # a device payload: always contiguous
+                if device is None:
+                    break
+                key.append((d.shape, d.dtype.num, a._requires_grad, device))
             else:
                 plan = self._fast.get(tuple(key))
                 if plan is not None and (plan.guard is None or plan.guard()):

@@ -1,8 +1,11 @@
 """Every kernel the CUDA test matrix renders compiles for a real GPU: ``compile_ptx`` for
 compute capability 9.0 and the wheel's ``ptxas -arch=sm_90`` (no GPU needed), with
 registers and spills reported per kernel (kernels that differ only in integer literals,
-extents and strides, type and compile alike: one of each is compiled); W2's and W4's kernels (also rendered at the benchmark's sizes, W4 with its 100 steps)
-must not spill.
+extents and strides, type and compile alike: one of each is compiled); W2's and W4's
+kernels (also rendered at the benchmark's sizes, W4 with its 100 steps) must not spill,
+nor the shape-generic kernels (extents and constants as arguments) of W2 and of
+``cuda_cases.generic_case`` (matmul, broadcast, partial and full reductions, means,
+gathers).
 
 The simulator, which runs the matrix, replaces ``numba.cuda`` in this process, so the
 compilation runs in a subprocess with ``NUMBA_ENABLE_CUDASIM=0``.
@@ -20,7 +23,8 @@ import pytest
 
 import numgrad as ng
 from numgrad import config
-from cuda_cases import KERNELS, render_only, rendered_log, require_simulator, run_all, w4_full
+from cuda_cases import GENERIC_SHAPES, KERNELS, generic_args, generic_case, render_generic
+from cuda_cases import render_only, rendered_log, require_simulator, run_all, w4_full
 from cuda_cases import _w2 as w2
 
 
@@ -36,6 +40,11 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     kernels += render_only(w2, big, big)
     kernels += render_only(w4_full, ng.empty(1000, dtype=ng.float64, device="cuda",
                                              requires_grad=True))
+    # Shape-generic kernels: W2's (a second size) and generic_case's (a second shape).
+    other = ng.empty(5_000_000, dtype=ng.float64, device="cuda", requires_grad=True)
+    generic = render_generic(w2, [big, big], [other, other])
+    generic += render_generic(generic_case, *(generic_args(s, "cuda") for s in GENERIC_SHAPES[:2]))
+    kernels += generic
     from numgrad.compiler.backends.cuda.ptx import distinct
     n_all = len(kernels)
     kernels = distinct(kernels)  # kernels differing only in integer literals: one of each
@@ -57,6 +66,11 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     record_property("ptx_report", "\n".join(lines))
     failed = [(r["name"], r.get("error")) for r in report if not r["ok"]]
     assert not failed, failed
-    spilled = [r["name"] for r in report if r["name"].startswith(("_w2_", "_w4_", "w4_full_"))
+    spilled = [r["name"] for r in report
+               if r["name"].startswith(("_w2_", "_w4_", "w4_full_", "generic_case_"))
                and (r["spill_stores"] or r["spill_loads"])]
     assert not spilled, spilled
+    compiled = {r["name"] for r in report}
+    for prefix in ("_w2_", "generic_case_"):  # generic kernels of each took part
+        assert any(k[0] in compiled and "def " in k[1] and " n0" in k[1] for k in generic
+                   if k[0].startswith(prefix))
