@@ -19,10 +19,11 @@ process (``bench/gpu_peers.py``) under its own timeout, the whole run kept under
 ``--deadline`` seconds (default 290), plus the device-to-device copy bandwidth (the
 floor). numgrad's children share a disk cache made fresh for the run: each workload's
 first child compiles (the cold first call), and a second child (``--warm-cache``) times
-the first call of a new process that finds the kernels on disk. It writes ``bench/results/gpu/<device>.md`` and ``.json``
-(``bench/gpu_report.py``) with the git revision. Where NumPy has no ``row_stack``
-(NumPy 2.5) but numba-cuda 0.30 needs it, the children get a ``sitecustomize`` shim
-made for them alone (labelled in the results). ``--peers --dry-run`` runs the same
+the first call of a new process that finds the kernels on disk. It writes
+``bench/results/gpu/<device>.md`` and ``.json`` (``bench/gpu_report.py``) with the git
+revision. Where NumPy has no ``row_stack`` (NumPy 2.5) but numba-cuda 0.30 needs it,
+the children get a ``sitecustomize`` shim made for them alone (labelled in the
+results). ``--peers --dry-run`` runs the same
 plumbing without a GPU: numgrad under Numba's simulator, torch and JAX on the CPU, tiny
 shapes, results under ``--out`` (default: a temporary folder).
 """

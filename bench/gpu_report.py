@@ -106,8 +106,8 @@ def markdown(report):
         agree = _agree([res[c]["value"] for c in FIRST_COLUMNS if c in res], row["case"])
         lines.append(f"| {row['workload']} {row['case']} | " + " | ".join(cells) +
                      f" | {ratio} | {floor} | {agree} |")
-    lines += ["", "First call in a fresh process (s; compile included, except where numgrad's "
-              "disk cache is warm):", "",
+    first = "First call in a fresh process (s; compile included, except where numgrad's disk "
+    lines += ["", first + "cache is warm):", "",
               "| case | " + " | ".join(FIRST_COLUMNS) + " |",
               "|---|" + "---|" * len(FIRST_COLUMNS)]
     for row in report["rows"]:

@@ -12,9 +12,6 @@ from __future__ import annotations
 import os
 
 from numgrad.compiler.backends import disk_cache as _disk
-from numgrad.compiler.backends.disk_cache import (  # noqa: F401  (the cache, as CPU code names it)
-    PREFIX, DiskCache, cache_dir, clear, configured_dir, disk, entries, evict, info,
-    load_object, store_object)
 
 from .numba_load import light_cache_loads
 
@@ -24,7 +21,7 @@ _HELPER_FILES = ("scalar.py", "scalar_vec.py", "arrays_ir.py", "accumulate_ir.py
                  "llvm/vmath.py", "llvm/vmath_numba.py", "llvm/attrs.py", "llvm/body.py",
                  "llvm/kernel.py", "../scalar_math.py")
 
-KIND = _disk.Kind(prefix=PREFIX,
+KIND = _disk.Kind(prefix=_disk.PREFIX,
                   helpers=tuple(os.path.join(_HERE, f) for f in _HELPER_FILES),
                   caching="numba.core.caching",
                   hit=lambda module, fresh: _disk.compile_counts(module)[0] > 0,

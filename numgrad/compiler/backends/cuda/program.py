@@ -4,8 +4,8 @@ Room: compiler. ``backends.cuda.renderer`` renders the source and the steps,
 ``backends.cuda.cache`` loads their module (kernels compiled, or read from the verified
 disk cache); a ``Program`` uploads the graph's constants and index maps at its first call
 and runs the steps in order with the inputs' ``CudaArray``s, prepared once per device by
-``backends.cuda.launch`` (a call only swaps pointers). Launch configuration
-comes from the device's properties (``cuda_device.launch``) and is fixed per device, so
+``backends.cuda.launch`` (a call only swaps pointers). Launch configuration comes from
+the device's properties (``backends.cuda.device.launch``) and is fixed per device, so
 reductions combine in the same order on every run.
 """
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad.compiler.backends.cuda import array as cuda_array
-from numgrad.compiler.backends.cuda import device as cuda_device
 from numgrad.compiler.backends.cuda.renderer import TILE
 from numgrad.compiler.backends.cuda import launch
 from numgrad.tensor import device as _device

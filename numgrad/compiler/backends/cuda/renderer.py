@@ -6,8 +6,8 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
 (``cuda_scalar`` defines the helpers it names for the device). What is CUDA's own:
 
 - **a loop** becomes a kernel with a grid-stride loop over its flat index; each array
-  it reads is indexed by literal strides from that index (broadcast dims: stride 0);
-  values that never leave the loop stay in registers.
+  it reads is indexed by strides from that index (broadcast dims: none); values that
+  never leave the loop stay in registers.
 - **full reductions** in a loop: each thread accumulates, each block reduces in shared
   memory into its slot of a partials buffer, and a one-block final pass combines the
   slots (each thread a fixed stride of them, then the same tree). Grid and block sizes
@@ -28,13 +28,15 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
   copied back; a hook (``effects``: calls_user) gets the gradient as a CUDA tensor.
 - **layout aliases** (reshape) cost nothing: every value is a C-ordered flat buffer.
 
-Shapes are static (a CUDA plan is never shape-generic): extents and strides are
-literals. Each kernel is declared with its signature and ``cache=True`` (``decorator``):
-compiled when its module is loaded, through the verified disk cache. ``render`` gives
-``(schedule, run steps, source, kernel names)``, which ``backends.cuda.cache`` loads and
-a ``program.Program`` runs with the inputs' ``CudaArray``s; ``program.source`` is the
-CUDA source. While ``LOG`` is on (the PTX test turns it on), every kernel rendered is
-listed there.
+A static plan spells extents, strides and the graph's one-element constants as literals.
+A shape-generic one (``Schedule.generic``) takes them as by-value kernel arguments
+(``Values``), so its source is the same for every shape of its ranks and broadcast
+pattern; the steps carry this plan's values for the launch. Each kernel is declared
+with its signature and ``cache=True`` (``decorator``): compiled when its module is
+loaded, through the verified disk cache. ``render`` gives ``(schedule, run steps,
+source, kernel names)``, which ``backends.cuda.cache`` loads and a ``program.Program``
+runs with the inputs' ``CudaArray``s; ``program.source`` is the CUDA source. While
+``LOG`` is on (the PTX test turns it on), every kernel rendered is listed there.
 """
 from __future__ import annotations
 
@@ -83,7 +85,7 @@ def decorator(sig):
 def lazy(source):
     """``source`` with its kernels compiled at first launch and uncached (``@cuda.jit``):
     what ``ptx`` compiles without a device."""
-    return re.sub(r"^@cuda\.jit\(.*\)$", "@cuda.jit", source, flags=re.M)
+    return re.sub(r"^@cuda\.jit\(.*\)$", "@cuda.jit", source, flags=re.MULTILINE)
 
 
 # math.nan / math.inf in CUDA kernels.
@@ -244,7 +246,7 @@ class Renderer:
         return n
 
     def _header(self, kname, params, sig):
-        # Written by _close, once the body has asked for its integers.
+        # Written by _close, once the body has asked for its by-value arguments.
         self.src(0, "")
         self._open = (len(self.src.lines), len(self.kernels), kname, list(params), list(sig))
         self.src(0, "")
@@ -330,7 +332,7 @@ class Renderer:
         env = {}
 
         def constant(var, literal):
-            return vals.constant(f"c_{self.arg(var)}", literal)
+            return vals.constant(f"c_{self.arg(var)}" if self.generic else None, literal)
         for ref in L.hoisted:
             if ref.kind == "literal":
                 env[ref.var] = constant(ref.var, ref.literal)
@@ -384,7 +386,7 @@ class Renderer:
     def final(self, r, S):
         """The last pass of a full reduction of a loop over ``S``: one block, each thread
         combining a fixed stride of the slots, then the shared-memory tree (fixed order:
-        same bits). Returns (kernel name, its integer arguments)."""
+        same bits). Returns (kernel name, its by-value arguments)."""
         vals = Values(S, self.generic)
         kname = self.name("_final")
         s = self.src
@@ -449,7 +451,7 @@ class Renderer:
         kname = self.name("_matmul")
         batch, m, kk, n, bx, by = matmul_dims(e)
         # Extents as this plan spells them (shape-generic: parameters m, k, n, mk...).
-        vals = Values((batch, m, kk, n), self.generic, lambda ds: "".join("bmkn"[i] for i in ds))
+        vals = Values((batch, m, kk, n), self.generic, lambda ds: "".join("bmkn"[d] for d in ds))
         mk, kn, mn = vals.prod((1, 2)), vals.prod((2, 3)), vals.prod((1, 3))
         m, kk, n = vals.prod((1,)), vals.prod((2,)), vals.prod((3,))
         (va, ta), (vb, tb) = srcs
