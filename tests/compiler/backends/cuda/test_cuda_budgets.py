@@ -146,3 +146,30 @@ def test_prepared_launches_pass_each_buffers_pointer(monkeypatch):
                 i += 1  # a scalar (ctypes) argument
     assert x._data.ptr in ptrs and g2._data.ptr in ptrs and v2._data.ptr in ptrs
     assert g2._data.ptr != g1._data.ptr  # g1 is alive: this call's result has its own block
+
+
+def test_generic_kernels_take_extents_and_constants_by_value(monkeypatch):
+    """A shape-generic plan's direct launches: each kernel's extents and one-element
+    constants are laid out once as numba-cuda passes them (``int64`` as ``c_int64``,
+    ``float64`` as ``c_double``), with this plan's values; the results are right."""
+    import ctypes
+    launched = []
+    monkeypatch.setattr(launch, "_handle", lambda disp, grid, block: ("K", "CFG", "S"))
+    monkeypatch.setattr(launch, "_core_launch", lambda *a: launched.append(a))
+
+    def gen(x, w):
+        return (x * 0.25 + w).mean()
+    f = ng.jit(gen)
+    f(ng.tensor(np.ones((2, 3)), device="cuda"), ng.tensor(np.ones(3), device="cuda"))
+    xs, ws = np.arange(12.0).reshape(3, 4), np.linspace(-1, 1, 4)
+    x, w = ng.tensor(xs, device="cuda"), ng.tensor(ws, device="cuda")
+    first = f(x, w)        # the generic plan's first call: through the dispatcher
+    np.testing.assert_allclose(first.item(), (xs * 0.25 + ws).mean(), rtol=1e-12)
+    assert launched == []
+    f(x, w)
+    scalars = [p for _, _, _, *params in launched for p in params if not isinstance(p, int)]
+    ints = {p.value for p in scalars if type(p) is ctypes.c_int64}
+    floats = {p.value for p in scalars if type(p) is ctypes.c_double}
+    assert {12, 4} <= ints        # the loop's size, w's extent (and the partials' count)
+    assert 0.25 in floats         # the graph's constant, passed by value
+    assert "0.25" not in f.source(x, w) and "12" not in f.source(x, w)
