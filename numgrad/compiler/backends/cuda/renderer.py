@@ -124,6 +124,7 @@ class Values:
         return tuple(d for d in ds if self.dims[d] != 1)
 
     def prod(self, ds):
+        """The product of dims ``ds``, spelled for this plan ("1" when none is live)."""
         ds = self.live(ds)
         if not ds:
             return "1"
@@ -134,6 +135,7 @@ class Values:
         return name
 
     def constant(self, name, literal):
+        """A one-element constant, spelled for this plan (as the parameter ``name``)."""
         dt = np.dtype(literal.dtype).name
         if not self.generic or dt not in BY_VALUE:
             return SPELL.lit(literal.value, literal.dtype)
