@@ -236,5 +236,6 @@ def render(r, e, srcs):
     r._header(kname, ["a", "b", "c"], [sig(np.dtype(v.dtype).name) for v in (va, vb, e.out)])
     for depth, line in kernel_lines(e.out.dtype, dims, ta, tb, til):
         r.src(depth, line)
+    values = r._close(r.values(dims))   # (extents are literals here: no arguments)
     grid, block = launch_shape(dims, til)
-    return ("tiled_mm", kname, grid, block, e, [va, vb])
+    return ("tiled_mm", kname, grid, block, e, [va, vb], values)

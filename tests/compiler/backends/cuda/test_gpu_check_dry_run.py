@@ -20,7 +20,9 @@ from bench import gpu_check, gpu_report  # noqa: E402
 
 def test_dry_run_writes_the_report(tmp_path):
     pytest.importorskip("torch")
-    plan = [("numgrad", "copy", 60), ("numgrad", "W1", 120), ("torch", "W1", 120),
+    plan = [("numgrad", "copy", 60), ("numgrad", "W1", 120),
+            ("numgrad", "W1", 120, "--warm-cache"),
+            ("torch", "W1", 120),
             ("numgrad", "W9", 30)]  # an unknown workload: reported as an error, not fatal
     md, js = gpu_check.peers(dry_run=True, out_dir=str(tmp_path), plan=plan, log=lambda m: None)
     assert os.path.basename(md) == "cuda-simulator.md"
@@ -30,6 +32,11 @@ def test_dry_run_writes_the_report(tmp_path):
     (row,) = [r for r in report["rows"] if r["workload"] == "W1"]
     assert {"numgrad jit v&g", "numgrad jit + .backward()", "numgrad eager",
             "torch eager"} <= set(row["results"])
+    # The second numgrad child found the first one's kernels in the run's disk cache.
+    res = row["results"]
+    for variant in ("numgrad jit v&g", "numgrad jit + .backward()"):
+        assert res[variant]["disk_hits"] == 0
+        assert res[variant + gpu_report.WARM]["disk_hits"] >= 1
     values = [r["value"] for r in row["results"].values()]
     assert max(values) - min(values) <= 1e-9 * abs(values[0])
     assert report["copy_bytes_per_s"]["numgrad"] > 0
@@ -41,6 +48,7 @@ def test_dry_run_writes_the_report(tmp_path):
     assert "DRY RUN" in text and "| W1 10 float64 |" in text and "| yes |" in text
     assert "numgrad matmul, W1: numgrad's matmul kernel (no cuBLAS: Numba's CUDA simulator" \
         in text and "matmul kernel |" not in text   # no kernel-only column without cuBLAS
+    assert "numgrad .backward() / v&g" in text and gpu_report.WARM in text
 
 
 def test_beside_cublas_w3_is_also_timed_on_the_kernel(monkeypatch):
@@ -56,7 +64,7 @@ def test_beside_cublas_w3_is_also_timed_on_the_kernel(monkeypatch):
     stand_in_nvmath(monkeypatch)
     try:
         params = gpu_peers.DRY["W3"][0][1]
-        variants, _, value = gpu_peers.numgrad_variants(
+        variants, _, value, _ = gpu_peers.numgrad_variants(
             "W3", params, gpu_peers._case_data("W3", params))
         assert gpu_peers.KERNEL_VARIANT in variants
         v_cublas = value(variants["numgrad jit v&g"]())
