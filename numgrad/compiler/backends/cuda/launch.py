@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from numgrad.compiler.backends.cuda import array as cuda_array, device as cuda_device
-from numgrad.compiler.backends.cuda import allocator, blas
+from numgrad.compiler.backends.cuda import allocator, blas, matmul_kernel
 
 def _core_launch(*args):
     from cuda.core import launch
@@ -189,7 +189,10 @@ class Prepared:
                            [slot(src), slot(o)] + iargs, [lay(src), lay(o)] + ilays,
                            [(slot(o), o.shape, o.dtype)])
             elif kind == "tiled_mm":
-                _, name, grid, block, e, (va, vb), values = st
+                _, variants, dims, e, (va, vb) = st
+                til = matmul_kernel.tiling(dims)   # this plan's shape decides
+                name, values = variants[til]
+                grid, block = matmul_kernel.launch_shape(dims, til)
                 o = e.out
                 iargs, ilays = ints(values)
                 kernel(name, grid, block, [slot(va), slot(vb), slot(o)] + iargs,

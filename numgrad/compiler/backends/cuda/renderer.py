@@ -31,7 +31,9 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
 A static plan spells extents, strides and the graph's one-element constants as literals.
 A shape-generic one (``Schedule.generic``) takes them as by-value kernel arguments
 (``Values``), so its source is the same for every shape of its ranks and broadcast
-pattern; the steps carry this plan's values for the launch. Each kernel is declared
+pattern; the steps carry this plan's values for the launch. Its matmuls render every
+blocking of the kernel (the launch runs the one the plan's shape takes), or a cuBLAS
+comment that names no extent. Each kernel is declared
 with its signature and ``cache=True`` (``decorator``): compiled when its module is
 loaded, through the verified disk cache. ``render`` gives ``(schedule, run steps,
 source, kernel names)``, which ``backends.cuda.cache`` loads and a ``program.Program``
@@ -441,7 +443,7 @@ class Renderer:
         register-blocked kernel (``matmul_kernel``); ``srcs``: per operand, the array it
         is read from and whether that array is the operand transposed."""
         if blas.choose(e) == "cublas":
-            step, text = blas.render(e, srcs, self.name("_cublas"))
+            step, text = blas.render(e, srcs, self.name("_cublas"), self.generic)
             self.src(0, "")
             for line in text:
                 self.src(0, f"# {line}")

@@ -5,9 +5,10 @@ extents and strides, type and compile alike: one of each is compiled). W2's and 
 kernels (also rendered at the benchmark's sizes, W4 with its 100 steps) must not spill,
 nor any matmul kernel: W3's at its size (float32), the matrix's (float64), and a
 1024x1024 product of transposes (the large blocking), both dtypes, nor the
-shape-generic kernels (extents and constants as arguments) of W2 and of
+shape-generic kernels (extents and constants as arguments) of W2, of
 ``cuda_cases.generic_case`` (matmul, broadcast, partial and full reductions, means,
-gathers).
+gathers) and W3's matmuls: every blocking of the generic matmul kernel, float32 and
+float64.
 
 The simulator, which runs the matrix, replaces ``numba.cuda`` in this process, so the
 compilation runs in a subprocess with ``NUMBA_ENABLE_CUDASIM=0``.
@@ -30,6 +31,7 @@ from cuda_cases import render_generic, render_only, rendered_log, require_simula
 from cuda_cases import w3_full, w4_full
 from cuda_cases import _mlp as mlp
 from cuda_cases import _w2 as w2
+from numgrad.compiler.backends.cuda.matmul_kernel import TILINGS
 
 
 def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
@@ -56,6 +58,13 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     other = ng.empty(5_000_000, dtype=ng.float64, device="cuda", requires_grad=True)
     generic = render_generic(w2, [big, big], [other, other])
     generic += render_generic(generic_case, *(generic_args(s, "cuda") for s in GENERIC_SHAPES[:2]))
+    # W3's matmuls in a shape-generic plan (another batch and width): every blocking,
+    # float32, plain and transposed operands (generic_case's are float64).
+    w3_other = [ng.empty(s, dtype=ng.float32, device="cuda", requires_grad=i < 4) for i, s in
+                enumerate([(256, 784), (256,), (10, 256), (10,), (128, 784)])]
+    generic += [k for k in render_generic(mlp, w3_full(ng.float32),
+                                          w3_other + [ng.zeros(128, dtype=ng.int64, device="cuda")])
+                if "_matmul" in k[0]]
     kernels += generic
     from numgrad.compiler.backends.cuda.ptx import distinct
     n_all = len(kernels)
@@ -88,3 +97,10 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     for prefix in ("_w2_", "generic_case_"):  # generic kernels of each took part
         assert any(k[0] in compiled and "def " in k[1] and " n0" in k[1] for k in generic
                    if k[0].startswith(prefix))
+    # Every blocking of the generic matmul kernel (extents m, k, n as arguments) took part
+    # in both dtypes: compiled above, none spilling.
+    for dt in ("float32", "float64"):
+        for til in TILINGS:
+            assert any(k[0] in compiled and k[0].endswith(f"_matmul{til.bm}x{til.bn}")
+                       and f"def {k[0]}(a, b, c, m, k, n" in k[1] and dt in k[2]
+                       for k in generic), (dt, til)
