@@ -158,7 +158,11 @@ os.environ["NUMGRAD_GPU_CHECK_SHIM"] = "1"
 # (system, workload, timeout s[, extra arguments]): the copy floors first, numgrad first (it
 # names the device), torch last per workload: its compiles are the slowest part. After
 # numgrad's run of a workload, a second numgrad child whose first calls find that run's
-# kernels in the disk cache.
+# kernels in the disk cache. On paper the 18 children take about 250 s: ~3 s to start
+# each, numgrad's cold compiles ~1 s (W1, W2), ~20 s (W3, with the kernel-matmul variant
+# beside cuBLAS) and ~20 s (W4) as NVVM + ptxas took for them on a 2-vCPU box, its
+# warm children ~5 s, JAX ~6 s a workload, torch.compile 10-30 s a case (5 cases);
+# torch's compiles are the uncertain part, and the deadline stops what would not fit.
 PLAN = [("numgrad", "copy", 30), ("torch", "copy", 30)] + [
     entry for w in ("W1", "W2", "W3", "W4")
     for entry in [("numgrad", w, {"W2": 90, "W3": 60, "W4": 60}.get(w, 45)),

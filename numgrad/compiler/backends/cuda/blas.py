@@ -19,6 +19,9 @@ step is a comment naming the routine and its arguments.
   flips its op flag. Batches (``bmm``, batch dims, one side without them) are one
   strided-batched call, stride 0 for the side every batch shares; 1-d operands are
   gemms with m or n = 1.
+- **Shapes**: a step holds its plan's ``gemm_args``, bound into the call once per plan
+  (``prepare``), so once per shape; a shape-generic plan's source comment names no
+  extent, so every shape of it shares one module.
 - **The handle**: one per device, made at the first prepared step on it and kept for
   the process: bound to the stream every numgrad kernel runs on (the default stream),
   host pointer mode (alpha and beta live in two host scalars made when the step is

@@ -5,9 +5,10 @@ gathers, aliases, host steps) for one plan's shapes (a shape-generic plan's kern
 their extents as int64 arguments, which the steps carry). ``Prepared`` turns them, per
 device, into a flat list of closures over integer slots: every buffer's size, dtype and
 rounded block size, every grid and block (from the plan's sizes, by the device's fixed
-rules), every scalar argument is fixed before the first call.
-A call fills the input slots, and each step takes its output blocks from the caching
-allocator (``allocator``) and launches.
+rules), the matmul kernel's blocking for the plan's shape (``matmul_kernel.tiling``; a
+generic plan rendered them all), a cuBLAS step's call (``blas.prepare``), every scalar
+argument is fixed before the first call. A call fills the input slots, and each step
+takes its output blocks from the caching allocator (``allocator``) and launches.
 
 **The launch itself.** Numba-cuda's dispatcher, per launch, resolves the argument types,
 looks up the overload and packs each array into 7 kernel parameters in Python
