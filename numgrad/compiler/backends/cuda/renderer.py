@@ -33,12 +33,12 @@ A shape-generic one (``Schedule.generic``) takes them as by-value kernel argumen
 (``Values``), so its source is the same for every shape of its ranks and broadcast
 pattern; the steps carry this plan's values for the launch. Its matmuls render every
 blocking of the kernel (the launch runs the one the plan's shape takes), or a cuBLAS
-comment that names no extent. Each kernel is declared
-with its signature and ``cache=True`` (``decorator``): compiled when its module is
-loaded, through the verified disk cache. ``render`` gives ``(schedule, run steps,
-source, kernel names)``, which ``backends.cuda.cache`` loads and a ``program.Program``
-runs with the inputs' ``CudaArray``s; ``program.source`` is the CUDA source. While
-``LOG`` is on (the PTX test turns it on), every kernel rendered is listed there.
+comment that names no extent. Each kernel is declared with its signature and
+``cache=True`` (``decorator``): compiled when its module is loaded, through the
+verified disk cache. ``render`` gives ``(schedule, run steps, source, kernel names)``,
+which ``backends.cuda.cache`` loads and a ``program.Program`` runs with the inputs'
+``CudaArray``s; ``program.source`` is the CUDA source. While ``LOG`` is on (the PTX
+test turns it on), every kernel rendered is listed there.
 """
 from __future__ import annotations
 

@@ -16,9 +16,9 @@ import re
 
 import numpy as np
 import pytest
+from cuda_cases import GENERIC_SHAPES, generic_args, generic_case, require_simulator
 
 import numgrad as ng
-from cuda_cases import GENERIC_SHAPES, generic_args, generic_case, require_simulator
 from numgrad.compiler.backends.cuda import matmul_kernel as mk
 
 

@@ -105,8 +105,7 @@ def test_the_report_finds_numgrads_columns_by_name():
                                 "cublas_version": "12.9.1",
                                 "steps": {"cublas": 8, "kernel": 8}}}}
     lines = gpu_report.markdown(report).splitlines()
-    head, first_head = [line for line in lines if line.startswith("| µs per") or
-                        line.startswith("| case |")]
+    head, first_head = [line for line in lines if line.startswith(("| µs per", "| case |"))]
     cells = [c.strip() for c in head.split("|")[1:-1]]
     (row, first_row) = [line for line in lines if line.startswith("| W3 256 float32 |")]
     values = dict(zip(cells, [c.strip() for c in row.split("|")[1:-1]]))
