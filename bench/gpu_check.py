@@ -13,14 +13,18 @@ simulator) it says so and exits 0 without running anything. It prints which matm
 W3 took (cuBLAS through nvmath-python, or numgrad's kernel).
 
 ``--peers`` times W1, W2 (1e6-1e8 float64, 1e7 float32), W3 and W4 on the device for
-numgrad (``jit(value_and_grad)``, jit call + ``.backward()``, eager) beside torch eager,
-``torch.compile`` and JAX ``jit(value_and_grad)`` where they are installed, each system
-and workload in its own process (``bench/gpu_peers.py``) under its own timeout, the
-whole run kept under ``--deadline`` seconds (default 290), plus the device-to-device copy
-bandwidth (the floor). It writes ``bench/results/gpu/<device>.md`` and ``.json``
-(``bench/gpu_report.py``) with the git revision. Where NumPy has no ``row_stack``
-(NumPy 2.5) but numba-cuda 0.30 needs it, the children get a ``sitecustomize`` shim
-made for them alone (labelled in the results). ``--peers --dry-run`` runs the same
+numgrad (``jit(value_and_grad)``, jit call + ``.backward()`` (one fused pass from its
+second call), eager) beside torch eager, ``torch.compile`` and JAX
+``jit(value_and_grad)`` where they are installed, each system and workload in its own
+process (``bench/gpu_peers.py``) under its own timeout, the whole run kept under
+``--deadline`` seconds (default 290), plus the device-to-device copy bandwidth (the
+floor). numgrad's children share a disk cache made fresh for the run: each workload's
+first child compiles (the cold first call), and a second child (``--warm-cache``) times
+the first call of a new process that finds the kernels on disk. It writes
+``bench/results/gpu/<device>.md`` and ``.json`` (``bench/gpu_report.py``) with the git
+revision. Where NumPy has no ``row_stack`` (NumPy 2.5) but numba-cuda 0.30 needs it,
+the children get a ``sitecustomize`` shim made for them alone (labelled in the
+results). ``--peers --dry-run`` runs the same
 plumbing without a GPU: numgrad under Numba's simulator, torch and JAX on the CPU, tiny
 shapes, results under ``--out`` (default: a temporary folder).
 """
@@ -151,11 +155,19 @@ if not hasattr(numpy, "row_stack"):
     numpy.row_stack = numpy.vstack
 os.environ["NUMGRAD_GPU_CHECK_SHIM"] = "1"
 """
-# (system, workload, timeout s): the copy floors first, numgrad first (it names the device),
-# torch last per workload: its compiles are the slowest part.
+# (system, workload, timeout s[, extra arguments]): the copy floors first, numgrad first (it
+# names the device), torch last per workload: its compiles are the slowest part. After
+# numgrad's run of a workload, a second numgrad child whose first calls find that run's
+# kernels in the disk cache. On paper the 18 children take about 250 s: ~3 s to start
+# each, numgrad's cold compiles ~1 s (W1, W2), ~20 s (W3, with the kernel-matmul variant
+# beside cuBLAS) and ~20 s (W4) as NVVM + ptxas took for them on a 2-vCPU box, its
+# warm children ~5 s, JAX ~6 s a workload, torch.compile 10-30 s a case (5 cases);
+# torch's compiles are the uncertain part, and the deadline stops what would not fit.
 PLAN = [("numgrad", "copy", 30), ("torch", "copy", 30)] + [
-    (system, w, {"W2": 90, "W3": 60, "W4": 60}.get(w, 45))
-    for w in ("W1", "W2", "W3", "W4") for system in ("numgrad", "jax", "torch")]
+    entry for w in ("W1", "W2", "W3", "W4")
+    for entry in [("numgrad", w, {"W2": 90, "W3": 60, "W4": 60}.get(w, 45)),
+                  ("numgrad", w, 45, "--warm-cache"),
+                  ("jax", w, 45), ("torch", w, {"W2": 90, "W3": 60, "W4": 60}.get(w, 45))]]
 
 
 def _installed(system):
@@ -164,8 +176,10 @@ def _installed(system):
                                      "jax": "jax"}[system]) is not None
 
 
-def child_env(dry_run, shim_dir):
+def child_env(dry_run, shim_dir, cache_dir=None):
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1")
+    if cache_dir:  # numgrad's kernels: cold for the run's first children, then warm
+        env["NUMGRAD_CACHE_DIR"] = cache_dir
     # The shim's folder first (its sitecustomize is the one imported), then the checkout.
     path = ([shim_dir] if shim_dir else []) + [ROOT]
     env["PYTHONPATH"] = os.pathsep.join(path + [p for p in [os.environ.get("PYTHONPATH")] if p])
@@ -194,9 +208,9 @@ def peers(dry_run=False, out_dir=None, deadline=290.0, plan=None, log=print):
         with open(os.path.join(shim_dir, "sitecustomize.py"), "w") as f:
             f.write(SHIM)
         log("NumPy has no row_stack: the children run with a sitecustomize shim (see results)")
-    env = child_env(dry_run, shim_dir)
+    env = child_env(dry_run, shim_dir, os.path.join(work, "numgrad-cache"))
     children = []
-    for system, workload, limit in plan or PLAN:
+    for system, workload, limit, *extra in plan or PLAN:
         if not _installed(system):
             log(f"  {system} {workload}: not installed, skipped")
             continue
@@ -205,9 +219,10 @@ def peers(dry_run=False, out_dir=None, deadline=290.0, plan=None, log=print):
             children.append({"system": system, "workload": workload,
                              "errors": ["not run: the whole run's deadline was reached"]})
             continue
-        path = os.path.join(work, f"{system}-{workload}.json")
+        path = os.path.join(work, f"{system}-{workload}{''.join(extra)}.json")
         cmd = [sys.executable, os.path.join(HERE, "gpu_peers.py"), "--system", system,
                "--workload", workload, "--json", path] + (["--dry-run"] if dry_run else [])
+        cmd += list(extra)
         ts = time.perf_counter()
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
@@ -223,7 +238,8 @@ def peers(dry_run=False, out_dir=None, deadline=290.0, plan=None, log=print):
         if status != "ok":
             res.setdefault("errors", []).append(f"{status} {' '.join(tail)[:300]}".strip())
         children.append(res)
-        log(f"  {system} {workload}: {status} ({time.perf_counter() - ts:.1f} s)")
+        log(f"  {system} {workload}{' ' + ' '.join(extra) if extra else ''}: {status} "
+            f"({time.perf_counter() - ts:.1f} s)")
     device = next((c["device"] for c in children if c.get("system") == "numgrad"
                    and c.get("device")), None) or next(
         (c["device"] for c in children if c.get("device")), "unknown device")

@@ -9,8 +9,10 @@ work is timed (not the driver's launch cost, ~5-10 us per kernel on a real GPU).
     NUMBA_ENABLE_CUDASIM=1 python bench/gpu_host_overhead.py [--calls N]
 
 Prints µs per call (min and median of batches) for W1 (``(x**2 + x**3).sum()`` on 10
-float64) through ``jit(value_and_grad)`` and jit call + ``.backward()``, and per op of a
-small eager loop, with the budget ratio for W1 v&g (40 µs).
+float64) through ``jit(value_and_grad)`` and jit call + ``.backward()`` (``.grad`` reset
+to None first, as ``zero_grad`` does; from the second call the joint program runs and
+the backward launches nothing), and per op of a small eager loop, with the budget ratio
+for W1 v&g (40 µs).
 """
 from __future__ import annotations
 

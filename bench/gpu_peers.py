@@ -1,7 +1,7 @@
 """One system's timings for ``bench/gpu_check.py --peers``, in its own process.
 
     python bench/gpu_peers.py --system numgrad|torch|jax --workload W1|W2|W3|W4|copy \\
-        --json OUT.json [--dry-run]
+        --json OUT.json [--dry-run] [--warm-cache]
 
 Runs the workload's cases on the device for that system (numgrad: ``jit(value_and_grad)``,
 jit call + ``.backward()``, eager; torch: eager, ``torch.compile``; JAX: ``jit(value_and_grad)``)
@@ -9,9 +9,16 @@ with inputs already on the device, and writes one JSON object: the device's name
 versions, and per case and variant the first call (cold, compile included) and the median
 of synchronised steady calls, with the value computed (the parent checks the systems
 agree). ``copy`` measures the device-to-device copy bandwidth instead (numgrad: through
-numba-cuda; torch: ``Tensor.copy_``). numgrad's results say which matmul path its plans
-took (``matmul``: cuBLAS through nvmath-python, or numgrad's kernel, and why); where it
-was cuBLAS, W3 is also timed with ``NUMGRAD_CUDA_MATMUL=kernel`` (the fallback).
+numba-cuda; torch: ``Tensor.copy_``). numgrad's ``jit + .backward()`` runs one fused pass
+from its second call (compiler.speculate), so its steady calls should come close to
+``jit v&g``. numgrad's results say which matmul path its plans took (``matmul``: cuBLAS
+through nvmath-python, or numgrad's kernel, and why); where it was cuBLAS, W3 is also
+timed with ``NUMGRAD_CUDA_MATMUL=kernel`` (the fallback).
+
+``--warm-cache`` (numgrad only) times just the first call of each jit variant, in a
+process started after another filled numgrad's disk cache (``NUMGRAD_CACHE_DIR``, which
+the parent points at a fresh folder): its trace and the load of the verified kernels,
+no compile; the rows record ``stats.disk_hits``.
 
 ``--dry-run`` proves the plumbing without a GPU: tiny shapes, a couple of calls, numgrad
 under Numba's simulator and torch/JAX on the CPU (the parent sets the environment), and
@@ -30,6 +37,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
+
+from bench.gpu_report import KERNEL_VARIANT, WARM  # noqa: E402
 
 # Case lists: (label, params). W2 sizes as the issue's table: 1e6-1e8 float64, 1e7 float32.
 FULL = {
@@ -108,7 +117,10 @@ def timed(step, sync, budget_s, min_n=5, max_n=200):
 
 
 # ------------------------------------------------------------------ systems
-def numgrad_variants(workload, params, data):
+def numgrad_variants(workload, params, data, warm=False):
+    """``(variants, sync, value, jitted)``: ``jitted`` maps a variant to its ``ng.jit``
+    function (whose ``stats`` the row records); ``warm``: the jit variants only, named
+    with ``WARM``."""
     import numgrad as ng
     F = ng.nn.functional
     fn, argnums, names = _fn(workload, ng, F)
@@ -129,16 +141,19 @@ def numgrad_variants(workload, params, data):
             return out
         return step
     out = {"numgrad jit v&g": lambda: vg(*dev)[0]}
+    jitted = {"numgrad jit v&g": vg}
     if workload == "W3" and _cublas_in_use():
-        out[KERNEL_VARIANT] = _with_kernel_matmul(
-            ng.jit(ng.value_and_grad(fn, argnums=argnums)), dev)
+        vk = ng.jit(ng.value_and_grad(fn, argnums=argnums))
+        out[KERNEL_VARIANT] = _with_kernel_matmul(vk, dev)
+        jitted[KERNEL_VARIANT] = vk
     out["numgrad jit + .backward()"] = backward_with(jf)
-    if params.get("n", 0) <= EAGER_MAX_N:
+    jitted["numgrad jit + .backward()"] = jf
+    if warm:
+        out = {k + WARM: v for k, v in out.items()}
+        jitted = {k + WARM: v for k, v in jitted.items()}
+    elif params.get("n", 0) <= EAGER_MAX_N:
         out["numgrad eager"] = backward_with(fn)
-    return out, ng.cuda.synchronize, lambda v: float(v.item())
-
-
-KERNEL_VARIANT = "numgrad jit v&g, matmul kernel"
+    return out, ng.cuda.synchronize, lambda v: float(v.item()), jitted
 
 
 def _cublas_in_use():
@@ -271,9 +286,10 @@ def versions(system):
     return out
 
 
-def run(system, workload, dry, budget_s, path):
+def run(system, workload, dry, budget_s, path, warm=False):
     """Every case of ``workload`` for ``system``; the JSON at ``path`` is rewritten after
-    each row, so a run stopped by its timeout still reports what it finished."""
+    each row, so a run stopped by its timeout still reports what it finished. ``warm``:
+    numgrad's first calls only, its disk cache filled by an earlier process."""
     result = {"system": system, "workload": workload, "device": device_name(system, dry),
               "versions": versions(system), "rows": [], "errors": []}
     if workload == "copy":
@@ -281,9 +297,10 @@ def run(system, workload, dry, budget_s, path):
         return result
     for label, params in (DRY if dry else FULL)[workload]:
         data = _case_data(workload, params)
+        jitted = {}
         try:
             if system == "numgrad":
-                variants, sync, value = numgrad_variants(workload, params, data)
+                variants, sync, value, jitted = numgrad_variants(workload, params, data, warm)
             elif system == "torch":
                 variants, sync, value = torch_variants(workload, params, data,
                                                        "cpu" if dry else "cuda")
@@ -294,10 +311,14 @@ def run(system, workload, dry, budget_s, path):
             continue
         for name, step in variants.items():
             try:
-                first, med, n, out = timed(step, sync, budget_s, min_n=2 if dry else 5)
-                result["rows"].append({"case": label, "variant": name, "first_s": first,
-                                       "median_us": med * 1e6, "calls": n,
-                                       "value": value(out)})
+                first, med, n, out = timed(step, sync, 0.0 if warm else budget_s,
+                                           min_n=1 if warm else 2 if dry else 5,
+                                           max_n=1 if warm else 200)
+                row = {"case": label, "variant": name, "first_s": first,
+                       "median_us": med * 1e6, "calls": n, "value": value(out)}
+                if name in jitted:
+                    row["disk_hits"] = jitted[name].stats.disk_hits
+                result["rows"].append(row)
             except Exception as exc:  # noqa: BLE001
                 result["errors"].append(f"{workload} {label} {name}: "
                                         f"{type(exc).__name__}: {exc}"[:300])
@@ -324,10 +345,12 @@ def main(argv=None):
     ap.add_argument("--json", required=True)
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--budget", type=float, default=0.4, help="seconds of steady calls per row")
+    ap.add_argument("--warm-cache", action="store_true",
+                    help="numgrad: first calls only, from a disk cache an earlier run filled")
     args = ap.parse_args(argv)
     try:
         result = run(args.system, args.workload, args.dry_run,
-                     0.02 if args.dry_run else args.budget, args.json)
+                     0.02 if args.dry_run else args.budget, args.json, args.warm_cache)
     except Exception as exc:  # noqa: BLE001  (the parent reports it beside the rest)
         result = {"system": args.system, "workload": args.workload,
                   "errors": [f"{type(exc).__name__}: {exc}"[:300]]}

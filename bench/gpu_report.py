@@ -1,8 +1,9 @@
 """The results file of ``bench/gpu_check.py --peers``: one JSON (everything measured) and
 one Markdown table (µs per fwd+bwd call, one row per workload case, one column per
-system and variant; the cold first calls; the copy-bandwidth floor of W2; whether the
-systems' values agree; which matmul path numgrad took, per workload), both named after
-the device and stamped with the revision."""
+system and variant; numgrad's call + ``.backward()`` over its ``jit v&g``; the copy-
+bandwidth floor of W2; whether the systems' values agree; the first calls, cold and
+with numgrad's disk cache warm; which matmul path numgrad took, per workload), both
+named after the device and stamped with the revision."""
 from __future__ import annotations
 
 import json
@@ -11,9 +12,14 @@ import re
 import subprocess
 import time
 
+KERNEL_VARIANT = "numgrad jit v&g, matmul kernel"   # W3 where cuBLAS ran: on the kernel
 COLUMNS = ("torch eager", "torch.compile", "jax jit v&g", "numgrad jit v&g",
-           "numgrad jit v&g, matmul kernel", "numgrad jit + .backward()", "numgrad eager")
-OPTIONAL = {"numgrad jit v&g, matmul kernel"}   # shown only where some row has it
+           KERNEL_VARIANT, "numgrad jit + .backward()", "numgrad eager")
+# First calls: the same, and numgrad's jit variants in a process whose disk cache is warm
+# (gpu_peers.py --warm-cache names them with WARM).
+WARM = " (disk cache warm)"
+FIRST_COLUMNS = COLUMNS + tuple(c + WARM for c in COLUMNS[3:6])
+OPTIONAL = {KERNEL_VARIANT, KERNEL_VARIANT + WARM}   # shown only where some row has it
 WORKLOADS = ("W1", "W2", "W3", "W4")
 
 
@@ -56,8 +62,8 @@ def build(children, meta):
     """``children``: the JSON objects the per-system processes wrote (or error stubs)."""
     rows, errors, bw, devices, versions, matmul = {}, [], {}, {}, {}, {}
     for c in children:
-        if c.get("matmul"):
-            matmul[c["workload"]] = c["matmul"]
+        if c.get("matmul"):   # the workload's first numgrad child (the cold one)
+            matmul.setdefault(c["workload"], c["matmul"])
         errors += [f"[{c.get('system')} {c.get('workload')}] {e}" for e in c.get("errors", [])]
         if c.get("device"):
             devices[c["system"]] = c["device"]
@@ -90,8 +96,9 @@ def matmul_line(workload, m):
 
 def markdown(report):
     bw = report["copy_bytes_per_s"]
-    columns = [c for c in COLUMNS if c not in OPTIONAL
-               or any(c in row["results"] for row in report["rows"])]
+    columns, first_columns = ([c for c in cols if c not in OPTIONAL
+                               or any(c in row["results"] for row in report["rows"])]
+                              for cols in (COLUMNS, FIRST_COLUMNS))
     floor_bw = max(bw.values()) if bw else None
     lines = [f"# numgrad on {report['device']}: `gpu_check --peers`", "",
              f"- revision `{report['revision']}`, {report['date']}, "
@@ -108,22 +115,28 @@ def markdown(report):
         lines.append(f"- {system}: " + ", ".join(f"{k} {x}" for k, x in v.items()))
     for workload, m in sorted(report.get("matmul", {}).items()):
         lines.append(matmul_line(workload, m))
-    lines += ["", "| µs per fwd+bwd call | " + " | ".join(columns) + " | W2 floor | values agree |",
-              "|---|" + "---|" * (len(columns) + 2)]
+    lines += ["", "| µs per fwd+bwd call | " + " | ".join(columns) +
+              " | numgrad .backward() / v&g | W2 floor | values agree |",
+              "|---|" + "---|" * (len(columns) + 3)]
+    vg, cb = "numgrad jit v&g", "numgrad jit + .backward()"
     for row in report["rows"]:
         res = row["results"]
         cells = [f"{res[c]['median_us']:,.0f}" if c in res else "—" for c in columns]
+        ratio = (f"{res[cb]['median_us'] / res[vg]['median_us']:.2f}"
+                 if vg in res and cb in res else "—")
         nb = _n_bytes(row["case"]) if row["workload"] == "W2" else None
         floor = f"{nb / floor_bw * 1e6:,.0f}" if nb and floor_bw else "—"
-        agree = _agree([res[c]["value"] for c in columns if c in res], row["case"])
+        agree = _agree([res[c]["value"] for c in first_columns if c in res], row["case"])
         lines.append(f"| {row['workload']} {row['case']} | " + " | ".join(cells) +
-                     f" | {floor} | {agree} |")
-    lines += ["", "First call in a fresh process (s, compile included):", "",
-              "| case | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
+                     f" | {ratio} | {floor} | {agree} |")
+    first = "First call in a fresh process (s; compile included, except where numgrad's disk "
+    lines += ["", first + "cache is warm):", "",
+              "| case | " + " | ".join(first_columns) + " |",
+              "|---|" + "---|" * len(first_columns)]
     for row in report["rows"]:
         res = row["results"]
         lines.append(f"| {row['workload']} {row['case']} | " + " | ".join(
-            f"{res[c]['first_s']:.2f}" if c in res else "—" for c in columns) + " |")
+            f"{res[c]['first_s']:.2f}" if c in res else "—" for c in first_columns) + " |")
     if report["errors"]:
         lines += ["", "Errors and timeouts:", ""] + [f"- {e}" for e in report["errors"]]
     return "\n".join(lines) + "\n"

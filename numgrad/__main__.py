@@ -58,7 +58,7 @@ def _flags():
 
 
 def _cache(action):
-    from numgrad.compiler.backends.cpu import cache
+    from numgrad.compiler.backends import disk_cache as cache
     if action == "clear":
         try:
             n = cache.clear()

@@ -281,7 +281,7 @@ def info():
     except ImportError:
         print("numba not installed")
     try:
-        from numgrad.compiler.backends.cpu import cache
+        from numgrad.compiler.backends import disk_cache as cache
         print(f"kernel cache: {cache.cache_dir()}")
     except ImportError:
         pass

@@ -40,9 +40,7 @@ def _make_grads(outputs, grad_outputs, create_graph):
         if g is None:
             if out._requires_grad and out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            d = out._data
-            g = Tensor._make(_ones(d.shape, d.dtype) if type(d) is np.ndarray
-                             else _ones_like_payload(out))
+            g = Tensor._make(_implicit_seed(out))
         else:
             if not isinstance(g, Tensor):
                 raise TypeError(f"gradient must be a Tensor or None, not {type(g).__name__}")
@@ -61,18 +59,47 @@ def _make_grads(outputs, grad_outputs, create_graph):
     return grads
 
 
+# The implicit root gradients: per (shape, dtype) on the host, per (shape, dtype, device)
+# for a device payload's one-element outputs. Shared and never written to (device payloads
+# are rebound by in-place ops, never written): the cache's own reference makes
+# AccumulateGrad copy rather than steal one, and a compiled backward can tell the seed
+# ``backward()`` made from any other gradient by identity (``is_implicit_seed``), without
+# reading device memory.
 _ONES = {}
 
 
 def _ones(shape, dtype):
-    # The implicit root gradient, shared per (shape, dtype) and never written to: the
-    # cache's own reference makes AccumulateGrad copy rather than steal it.
     key = (shape, dtype)
     a = _ONES.get(key)
     if a is None:
         a = _ONES[key] = np.ones(shape, dtype)
         a.flags.writeable = False
     return a
+
+
+def _implicit_seed(out):
+    """The payload of ``out``'s implicit gradient (ones): for a device payload of one
+    element, made once per (shape, dtype, device), so a loop's ``loss.backward()`` neither
+    allocates nor copies nor launches anything to seed the engine."""
+    d = out._data
+    if type(d) is np.ndarray:
+        return _ones(d.shape, d.dtype)
+    device = getattr(d, "_ng_device", None)
+    if device is None or out.numel() != 1:  # a traced value (made by the trace), or large
+        return _ones_like_payload(out)
+    key = (d.shape, d.dtype, device)
+    a = _ONES.get(key)
+    if a is None:
+        a = _ONES[key] = _ones_like_payload(out)
+    return a
+
+
+def is_implicit_seed(data) -> bool:
+    """Whether the payload ``data`` is the gradient ``backward()`` made itself for a
+    scalar output (``gradient=None``): exactly 1, known without reading it."""
+    device = getattr(data, "_ng_device", None)
+    key = (data.shape, data.dtype) if device is None else (data.shape, data.dtype, device)
+    return _ONES.get(key) is data
 
 
 def _ones_like_payload(out):
@@ -139,9 +166,10 @@ def backward_scalar(t, retain_graph=None):
     """``t.backward()`` with no arguments: the common call, with less bookkeeping."""
     node = t.grad_fn
     d = t._data
-    if node is None or type(d) is not np.ndarray or d.size != 1 or not _one_step(node):
+    if (node is None or (type(d) is not np.ndarray and not hasattr(d, "_ng_device"))
+            or d.size != 1 or not _one_step(node)):
         return backward((t,), None, retain_graph, False, None)
-    _execute_one_step((node, t._output_nr), Tensor._make(_ones(d.shape, d.dtype)),
+    _execute_one_step((node, t._output_nr), Tensor._make(_implicit_seed(t)),
                       bool(retain_graph), False, True)
 
 
@@ -423,6 +451,10 @@ def _accumulate_into(t, g, create_graph):
                 t._grad = Tensor._make(gd)
             else:
                 t._grad = Tensor._make(gd.copy())
+        elif sys.getrefcount(gd) <= _STEAL_REFS and _exclusive(gd):
+            # A device payload, stolen on the same terms: nothing else refers to it or to
+            # the memory under it (a compiled backward's fresh result).
+            t._grad = Tensor._make(gd)
         else:
             with no_grad():
                 t._grad = _ops.clone(g.detach())
@@ -431,3 +463,8 @@ def _accumulate_into(t, g, create_graph):
     else:
         cur._data += g._data
         cur._vc.value += 1
+
+
+def _exclusive(d):
+    sole = getattr(d, "_ng_exclusive", None)  # (device payloads say; see backends.cuda.array)
+    return sole is not None and sole()

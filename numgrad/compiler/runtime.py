@@ -25,6 +25,7 @@ import numpy as np
 
 from numgrad import config, devices, tracing_hook
 from numgrad.autograd import anomaly
+from numgrad.autograd.engine import is_implicit_seed
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
 from numgrad.compiler.backends import get_backend
@@ -338,9 +339,15 @@ class CompiledFunction:
                         continue
                     break
                 d = a._data
-                if type(d) is not _ndarray or not d.flags.c_contiguous:
-                    break  # strided inputs are keyed by their strides, on the slow path
-                key.append((d.shape, d.dtype.num, a._requires_grad))
+                if type(d) is _ndarray:
+                    if not d.flags.c_contiguous:
+                        break  # strided inputs are keyed by their strides, on the slow path
+                    key.append((d.shape, d.dtype.num, a._requires_grad))
+                    continue
+                device = getattr(d, "_ng_device", None)  # a device payload: always contiguous
+                if device is None:
+                    break
+                key.append((d.shape, d.dtype.num, a._requires_grad, device))
             else:
                 plan = self._fast.get(tuple(key))
                 if plan is not None and (plan.guard is None or plan.guard()):
@@ -575,6 +582,8 @@ class Plan:
                 arrays[i] = arrays[i].copy()
             if type(t._data) is _ndarray:
                 t._data[...] = arr
+            elif is_implicit_seed(t._data):  # shared by every backward(): rebound, as eager is
+                t._data = arr
             else:  # a device payload: copy on the device
                 t._data.buf.copy_to_device(arr.buf)
             t._vc.value += tr.bumps[i] if tr.bumps else 1

@@ -10,6 +10,14 @@ gradients out (they are the backward program's bits for that cotangent: the same
 equations on the same values); with any other cotangent, a second backward
 (``retain_graph``), or ``create_graph``, it runs the ordinary backward as before.
 
+On a device (CUDA) the cotangent is never read: reading it would wait for the device.
+The backward the engine seeds itself (``loss.backward()``: ``gradient=None`` on a
+scalar) gets a seed made once per shape, dtype and device
+(``autograd.engine.is_implicit_seed``), which tells it apart from any other cotangent
+by identity; an explicit ``gradient=`` takes the ordinary backward there. The joint
+program's own seed is a device array made once per plan, so a call allocates and
+copies nothing more than the forward would.
+
 Hooks inside the function (they must run during the backward, not the call), random
 ops and output hooks keep the ordinary path. A plan whose speculative calls are not
 followed by their backward (evaluation with grad enabled) stops speculating, so the
@@ -22,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad import config
+from numgrad.autograd.engine import is_implicit_seed
 from numgrad.compiler import pipeline
 
 # Speculative calls whose backward has not come yet; over this the plan stops.
@@ -33,8 +42,8 @@ ENABLED = None
 class Speculation:
     """Per plan: the joint program (built when first wanted) and when to use it."""
 
-    __slots__ = ("_build", "_one", "ct_dtype", "joint", "late", "n_grads", "off", "on",
-                 "pending")
+    __slots__ = ("_build", "_seed", "ct_dtype", "ct_shape", "joint", "late", "n_grads", "off",
+                 "on", "pending")
 
     def __init__(self, build, n_grads, ct_shape, ct_dtype):
         self._build = build
@@ -45,7 +54,8 @@ class Speculation:
         self.pending = 0
         self.late = None       # the owning plan's hook for compiles after its build (runtime)
         self.ct_dtype = np.dtype(ct_dtype)
-        self._one = np.ones(ct_shape, ct_dtype)  # the seed; kernels never write an input
+        self.ct_shape = tuple(ct_shape)
+        self._seed = None  # the joint program's cotangent, 1, where its inputs live
 
     @classmethod
     def maybe(cls, tr, remat, backend, opts):
@@ -78,10 +88,23 @@ class Speculation:
         return cls(build, len(grads), ct.shape, ct.dtype)
 
     def is_one(self, g):
-        """Is the cotangent ``g`` (a host array) exactly 1 in the backward's dtype? (A
-        device payload is not looked at: device plans keep the ordinary path.)"""
-        return (type(g) is np.ndarray and g.dtype == self.ct_dtype and g.size == 1
-                and g.item() == 1)
+        """Is the cotangent payload ``g`` exactly 1 in the backward's dtype? A host array
+        is read; a device payload never is (that would wait for the device): it is 1 when
+        it is the seed ``backward()`` made itself."""
+        if g.dtype != self.ct_dtype:
+            return False
+        if type(g) is np.ndarray:
+            return g.size == 1 and g.item() == 1
+        return is_implicit_seed(g)
+
+    def _make_seed(self, arrays):
+        one = np.ones(self.ct_shape, self.ct_dtype)  # kernels never write an input
+        for a in arrays:
+            device = getattr(a, "_ng_device", None)
+            if device is not None:  # once per plan: a call neither allocates nor copies it
+                from numgrad.devices import upload
+                return upload(one, device)
+        return one
 
     def run(self, arrays):
         """``(outputs + saved, grads)`` from the joint program."""
@@ -91,7 +114,10 @@ class Speculation:
         self.pending += 1
         if self.pending > MAX_PENDING:  # calls without their backward: stop after this one
             self.on, self.off = False, True
-        res = self.joint(list(arrays) + [self._one])
+        seed = self._seed
+        if seed is None:
+            seed = self._seed = self._make_seed(arrays)
+        res = self.joint(list(arrays) + [seed])
         k = self.n_grads
         return [res[0]] + list(res[1 + k:]), list(res[1:1 + k])
 

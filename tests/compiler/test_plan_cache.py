@@ -15,7 +15,7 @@ import pytest
 
 import numgrad as ng
 from numgrad.__main__ import main
-from numgrad.compiler.backends.cpu import cache
+from numgrad.compiler.backends import disk_cache as cache
 from numgrad.compiler.plan_cache import RETRACE_WARNING
 
 

@@ -2,15 +2,16 @@
 
 Room: compiler. ``device`` finds the GPU (or Numba's simulator), ``array`` is a CUDA
 tensor's storage, ``eager`` runs eager ops on it by compiling one-op graphs, ``renderer``
-spells a Schedule as ``numba.cuda`` kernels, ``program`` launches them, ``scalar`` holds
-their device functions, ``ptx`` compiles them for a real GPU without one. The eager rooms
+spells a Schedule as ``numba.cuda`` kernels, ``cache`` loads them through the verified
+disk cache, ``program`` launches them, ``scalar`` holds their device functions, ``ptx``
+compiles them for a real GPU without one. The eager rooms
 reach this package only through ``numgrad.devices``; nothing here imports
 ``backends.cpu``.
 """
 from __future__ import annotations
 
 SCHEDULED = True
-SHAPE_GENERIC = False   # extents and strides are literals in every kernel
+SHAPE_GENERIC = True    # a second shape renders kernels that take their extents as arguments
 
 
 # The backend's stages (backends.Backend), imported when first called: ``numgrad.devices``
@@ -21,7 +22,15 @@ def render(sched, options):
 
 
 def build(rendered, options):
-    return rendered  # numba.cuda compiles each kernel at its first launch (program.Program)
+    """The rendered module loaded (its kernels compiled, or their cubins read from the
+    verified disk cache): ``(schedule, steps, source, module, disk_hit)``."""
+    from numgrad.compiler import progress
+    from numgrad.compiler.backends.cuda import cache
+    sched, steps, source, kernels = rendered
+    progress.note(options.role, cache.module_name(source), kernels)
+    module, disk_hit = cache.load_module(source, verbose=options.verbose,
+                                         use_disk=options.cache)
+    return sched, steps, source, module, disk_hit
 
 
 def load(built, options):

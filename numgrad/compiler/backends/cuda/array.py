@@ -14,6 +14,8 @@ there too.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from numgrad.compiler.backends.cuda import device as cuda_device
@@ -59,6 +61,18 @@ class CudaArray:
         if self.block is not None:
             return self.block.ptr
         return self.__cuda_array_interface__["data"][0]
+
+    def _ng_exclusive(self):
+        """Whether nothing but this object holds its memory: no imported exporter, no other
+        ``CudaArray`` on its block (a reshape shares it), no outside reference to the
+        device-array view (the autograd engine then takes it as a ``.grad`` without a
+        copy; it checks the references to this object itself)."""
+        if self.owner is not None or self.block is None:
+            return False
+        buf = self._buf  # holds the block too (allocator.view)
+        if buf is None:
+            return sys.getrefcount(self.block) <= 2   # the attribute, the call's argument
+        return sys.getrefcount(self.block) <= 3 and sys.getrefcount(buf) <= 3  # + ``buf``
 
     @property
     def ndim(self):

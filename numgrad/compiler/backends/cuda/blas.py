@@ -19,6 +19,9 @@ step is a comment naming the routine and its arguments.
   flips its op flag. Batches (``bmm``, batch dims, one side without them) are one
   strided-batched call, stride 0 for the side every batch shares; 1-d operands are
   gemms with m or n = 1.
+- **Shapes**: a step holds its plan's ``gemm_args``, bound into the call once per plan
+  (``prepare``), so once per shape; a shape-generic plan's source comment names no
+  extent, so every shape of it shares one module.
 - **The handle**: one per device, made at the first prepared step on it and kept for
   the process: bound to the stream every numgrad kernel runs on (the default stream),
   host pointer mode (alpha and beta live in two host scalars made when the step is
@@ -176,23 +179,31 @@ def _cublas_takes(e):
 
 
 # ------------------------------------------------------------------ render and run
-def render(e, srcs, name):
+def render(e, srcs, name, generic=False):
     """``(step, source lines)`` of matmul ``e`` as a cuBLAS call; ``srcs`` as for the
-    kernel (``matmul_kernel.render``)."""
+    kernel (``matmul_kernel.render``). The step holds this plan's ``gemm_args``, which
+    ``prepare`` binds once per plan (so once per shape); a shape-generic plan's lines
+    name no extent, so its source stays the same for every shape."""
     dims = matmul_dims(e)
     (va, ta), (vb, tb) = srcs
     g = gemm_args(dims, ta, tb)
-    fn = routine(e.out.dtype, g)
+    fn = routine(e.out.dtype, g)   # strided batched iff an operand advances with the batch
     x, y = e.inputs
     read = [f"{side} read from its transpose's storage" for side, t in (("A", ta), ("B", tb))
             if t]
-    args = (f"transa={'NT'[g.transa]}, transb={'NT'[g.transb]}, m={g.m}, n={g.n}, k={g.k}, "
-            f"lda={g.lda}, ldb={g.ldb}, ldc={g.ldc}")
-    if g.batch > 1:
-        args += (f", stride_a={g.stride_a}, stride_b={g.stride_b}, stride_c={g.stride_c}, "
-                 f"batch_count={g.batch}")
-    text = [f"{name}: cuBLAS {fn} (nvmath) for C{tuple(e.out.shape)} = "
-            f"A{tuple(x.shape)} @ B{tuple(y.shape)}" + (f", {', '.join(read)}" if read else ""),
+    flags = f"transa={'NT'[g.transa]}, transb={'NT'[g.transb]}"
+    if generic:
+        operands = f"C = A ({x.ndim}-d) @ B ({y.ndim}-d)"
+        args = (f"{flags}; m, n, k, leading dims{', strides, batch_count' if g.batch > 1 else ''}"
+                " from each plan's shape (blas.gemm_args)")
+    else:
+        operands = f"C{tuple(e.out.shape)} = A{tuple(x.shape)} @ B{tuple(y.shape)}"
+        args = f"{flags}, m={g.m}, n={g.n}, k={g.k}, lda={g.lda}, ldb={g.ldb}, ldc={g.ldc}"
+        if g.batch > 1:
+            args += (f", stride_a={g.stride_a}, stride_b={g.stride_b}, "
+                     f"stride_c={g.stride_c}, batch_count={g.batch}")
+    text = [f"{name}: cuBLAS {fn} (nvmath) for {operands}"
+            + (f", {', '.join(read)}" if read else ""),
             "  row-major C = A @ B as column-major C^T = B^T A^T (cuBLAS's A is B):",
             f"  {fn}({args})"]
     return ("cublas", name, fn, g, e, [va, vb]), text

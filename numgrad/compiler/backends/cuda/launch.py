@@ -1,11 +1,14 @@
 """backends.cuda.launch: a CUDA program's steps prepared once, so a call only swaps pointers.
 
 Room: compiler. ``backends.cuda.renderer`` renders a graph's steps (kernel launches, matmuls,
-gathers, aliases, host steps) with static shapes. ``Prepared`` turns them, per device,
-into a flat list of closures over integer slots: every buffer's size, dtype and rounded
-block size, every grid and block, every scalar argument is fixed before the first call.
-A call fills the input slots, and each step takes its output blocks from the caching
-allocator (``allocator``) and launches.
+gathers, aliases, host steps) for one plan's shapes (a shape-generic plan's kernels take
+their extents as int64 arguments, which the steps carry). ``Prepared`` turns them, per
+device, into a flat list of closures over integer slots: every buffer's size, dtype and
+rounded block size, every grid and block (from the plan's sizes, by the device's fixed
+rules), the matmul kernel's blocking for the plan's shape (``matmul_kernel.tiling``; a
+generic plan rendered them all), a cuBLAS step's call (``blas.prepare``), every scalar
+argument is fixed before the first call. A call fills the input slots, and each step
+takes its output blocks from the caching allocator (``allocator``) and launches.
 
 **The launch itself.** Numba-cuda's dispatcher, per launch, resolves the argument types,
 looks up the overload and packs each array into 7 kernel parameters in Python
@@ -29,7 +32,7 @@ import math
 import numpy as np
 
 from numgrad.compiler.backends.cuda import array as cuda_array, device as cuda_device
-from numgrad.compiler.backends.cuda import allocator, blas
+from numgrad.compiler.backends.cuda import allocator, blas, matmul_kernel
 
 def _core_launch(*args):
     from cuda.core import launch
@@ -61,9 +64,13 @@ def _handle(disp, grid, block):
         return None
 
 
+# How numba-cuda passes a scalar argument of each type (``_Kernel._prepare_args``).
+_CTYPES = {"int64": ctypes.c_int64, "float64": ctypes.c_double, "float32": ctypes.c_float}
+
+
 class Kernel:
     """One launch of one rendered kernel: ``args`` are slots (ints: buffers of ``sizes``
-    elements) or ``("int64", value)`` scalars."""
+    elements) or ``(type, value)`` scalars (a type of ``_CTYPES``)."""
     __slots__ = ("disp", "grid", "block", "args", "core", "template", "ptr_pos", "tried")
 
     def __init__(self, disp, grid, block, args, layouts):
@@ -79,7 +86,7 @@ class Kernel:
                 ptr_pos.append((len(template), a))
                 template += [0, n, itemsize]
             else:
-                template.append(ctypes.c_int64(a[1]))
+                template.append(_CTYPES[a[0]](a[1]))
         self.template, self.ptr_pos = template, ptr_pos
 
     def __call__(self, env):
@@ -151,11 +158,14 @@ class Prepared:
         def lay(v):
             return max(1, int(np.prod(v.shape, dtype=np.int64))), np.dtype(v.dtype).itemsize
 
+        def ints(values):  # a shape-generic kernel's extents and constants, fixed per plan
+            return [(t, v) for v, t in values], [None] * len(values)
+
         extra = len(graph.inputs) + 10 ** 6  # scratch slots, numbered apart from values
         for st in program.cuda_steps:
             kind = st[0]
             if kind == "loop":
-                _, name, ins, outs, finals, n, reduces = st
+                _, name, ins, outs, finals, n, reduces, values = st
                 blocks = _blocks(n, launch)
                 parts = []
                 for _, r in finals:
@@ -164,32 +174,42 @@ class Prepared:
                 args = [slot(v) for v in ins] + [slot(v) for v in outs] + [p[0] for p in parts]
                 layouts = [lay(v) for v in ins] + [lay(v) for v in outs] + \
                     [(blocks, np.dtype(p[2]).itemsize) for p in parts]
-                kernel(name, blocks, launch.threads, args, layouts,
+                iargs, ilays = ints(values)
+                kernel(name, blocks, launch.threads, args + iargs, layouts + ilays,
                        [(slot(v), v.shape, v.dtype) for v in outs] + parts)
-                for (fname, r), p in zip(finals, parts):
+                for ((fname, fvalues), r), p in zip(finals, parts):
                     o = r.out
-                    kernel(fname, 1, launch.threads, [p[0], ("int64", blocks), slot(o)],
-                           [(blocks, np.dtype(p[2]).itemsize), None, lay(o)],
+                    iargs, ilays = ints(fvalues)
+                    kernel(fname, 1, launch.threads, [p[0], ("int64", blocks), slot(o)] + iargs,
+                           [(blocks, np.dtype(p[2]).itemsize), None, lay(o)] + ilays,
                            [(slot(o), o.shape, o.dtype)])
-                for (rname, m), r, src in reduces:
+                for (rname, m, rvalues), r, src in reduces:
                     o = r.out
+                    iargs, ilays = ints(rvalues)
                     kernel(rname, max(1, min(m, launch.max_blocks)), launch.threads,
-                           [slot(src), slot(o)], [lay(src), lay(o)], [(slot(o), o.shape, o.dtype)])
+                           [slot(src), slot(o)] + iargs, [lay(src), lay(o)] + ilays,
+                           [(slot(o), o.shape, o.dtype)])
             elif kind == "tiled_mm":
-                _, name, grid, block, e, (va, vb) = st
+                _, variants, dims, e, (va, vb) = st
+                til = matmul_kernel.tiling(dims)   # this plan's shape decides
+                name, values = variants[til]
+                grid, block = matmul_kernel.launch_shape(dims, til)
                 o = e.out
-                kernel(name, grid, block, [slot(va), slot(vb), slot(o)],
-                       [lay(va), lay(vb), lay(o)], [(slot(o), o.shape, o.dtype)])
+                iargs, ilays = ints(values)
+                kernel(name, grid, block, [slot(va), slot(vb), slot(o)] + iargs,
+                       [lay(va), lay(vb), lay(o)] + ilays, [(slot(o), o.shape, o.dtype)])
             elif kind == "cublas":
                 ops.append(blas.prepare(st, slot, device, pool))
             elif kind == "index_map":
-                _, name, idx, e = st
+                _, name, idx, e, values = st
                 o, src = e.out, e.inputs[0]
                 ms = slot(("map", name))
                 consts.append((ms, maps[name]))
-                kernel(name, _blocks(idx.size, launch), launch.threads, [slot(src), ms, slot(o)],
-                       [lay(src), (maps[name].size or 1, maps[name].dtype.itemsize), lay(o)],
-                       [(slot(o), o.shape, o.dtype)])
+                iargs, ilays = ints(values)
+                kernel(name, _blocks(idx.size, launch), launch.threads,
+                       [slot(src), ms, slot(o)] + iargs,
+                       [lay(src), (maps[name].size or 1, maps[name].dtype.itemsize), lay(o)]
+                       + ilays, [(slot(o), o.shape, o.dtype)])
             elif kind == "alias":
                 ops.append(self._alias(st[1], slot, device))
             else:

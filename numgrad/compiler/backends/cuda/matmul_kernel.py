@@ -34,8 +34,14 @@ stores of a tile read along k do not all hit one bank. Indices are typed unsigne
   threads); else 32x32 with 2x2 per thread. 16 results per thread leave too few threads
   to hide memory latency on a small output (the W3 MLP's largest is 256x512).
 
-Extents are literals (a CUDA plan is shape-static); int64 matmul runs here too (cuBLAS
-has none).
+- **Shapes**: a static plan renders the one blocking its shape takes, extents as
+  literals. A shape-generic plan renders all three, each taking its extents as int64
+  arguments (``m``, ``k``, ``n`` and the products ``mk``, ``kn``, ``mn``; the
+  renderer's ``Values``), so one source serves every shape; its launch
+  (``launch.Prepared``, once per plan) runs the one ``tiling`` picks for the plan's
+  shape, and each element sums its products in the same order under every blocking.
+
+int64 matmul runs here too (cuBLAS has none).
 """
 from __future__ import annotations
 
@@ -129,11 +135,18 @@ def matmul_dims(e):
     return Dims(batch, m, xs[-1], ys[-1], ax, ay)
 
 
-def kernel_lines(dtype, dims, ta, tb, til):
+def kernel_lines(dtype, dims, ta, tb, til, spell=None):
     """The body of the kernel ``(a, b, c)`` as ``[(indent depth, line)]``: C = A @ B of
     ``dims`` in ``dtype``; ``ta``/``tb``: A (B) is read from its transpose's storage
-    (A stored ``(k, m)``, B stored ``(n, k)``)."""
-    _, m, k, n, bx, by = dims
+    (A stored ``(k, m)``, B stored ``(n, k)``). ``spell(ds)``: the product of the
+    extents at positions ``ds`` of ``dims`` (1: m, 2: k, 3: n) as the kernel spells it,
+    a literal by default (a shape-generic plan's ``renderer.Values.prod`` names a
+    parameter instead)."""
+    if spell is None:
+        def spell(ds):
+            return str(math.prod(dims[d] for d in ds))
+    bx, by = dims.x_batched, dims.y_batched
+    m, k, n = spell((1,)), spell((2,)), spell((3,))
     t = np.dtype(dtype).name
     zero = SPELL.lit(0, dtype)
     bm, bn, tm, tn, bk = til.bm, til.bn, til.tm, til.tn, til.bk
@@ -160,8 +173,8 @@ def kernel_lines(dtype, dims, ta, tb, til):
     s(1, f"row0 = cuda.blockIdx.y * {bm}")
     s(1, f"col0 = cuda.blockIdx.x * {bn}")
     s(1, "z = cuda.blockIdx.z")
-    s(1, f"oa = {f'z * {m * k}' if bx else '0'}")
-    s(1, f"ob = {f'z * {k * n}' if by else '0'}")
+    s(1, f"oa = {f'z * {spell((1, 2))}' if bx else '0'}")
+    s(1, f"ob = {f'z * {spell((2, 3))}' if by else '0'}")
     # Each thread's place in the tile loads: ``fast`` along the stored rows (coalesced),
     # ``slow`` across them, advancing by nt // (fast extent) per pass.
     fa = bm if ta else bk
@@ -211,7 +224,7 @@ def kernel_lines(dtype, dims, ta, tb, til):
     for i in range(tm):
         s(1, f"row = row0 + ty + {i * ny}")
         s(1, f"if row < {m}:")
-        s(2, f"o = z * {m * n} + row * {n} + col")
+        s(2, f"o = z * {spell((1, 3))} + row * {n} + col")
         for j in range(tn):
             s(2, f"if col + {j * nx} < {n}:")
             s(3, f"c[{u(f'o + {j * nx}')}] = c{i}_{j}")
@@ -225,16 +238,26 @@ def launch_shape(dims, til):
 
 
 def render(r, e, srcs):
-    """Matmul ``e`` as a kernel of renderer ``r`` (``backends.cuda.renderer.Renderer``);
+    """Matmul ``e`` as kernels of renderer ``r`` (``backends.cuda.renderer.Renderer``);
     ``srcs``: per operand, (the array read, whether it is the operand's transpose's
-    storage). Returns the launch step."""
+    storage). A static plan renders the one blocking ``tiling`` picks for its shape, with
+    literal extents; a shape-generic plan renders every blocking, extents as arguments,
+    and the launch takes the one ``tiling`` picks for the plan's shape. Returns the step
+    ``("tiled_mm", {tiling: (kernel name, by-value arguments)}, dims, e, operands)``."""
     dims = matmul_dims(e)
     (va, ta), (vb, tb) = srcs
-    til = tiling(dims)
-    kname = r.name("_matmul")
-    sig = "{}[::1]".format
-    r._header(kname, ["a", "b", "c"], [sig(np.dtype(v.dtype).name) for v in (va, vb, e.out)])
-    for depth, line in kernel_lines(e.out.dtype, dims, ta, tb, til):
-        r.src(depth, line)
-    grid, block = launch_shape(dims, til)
-    return ("tiled_mm", kname, grid, block, e, [va, vb])
+    sig = [f"{np.dtype(v.dtype).name}[::1]" for v in (va, vb, e.out)]
+    variants = {}
+    for til in TILINGS if r.generic else (tiling(dims),):
+        kname = r.name(f"_matmul{til.bm}x{til.bn}")
+        vals = r.values((dims.batch, dims.m, dims.k, dims.n), _extent_name)
+        r._header(kname, ["a", "b", "c"], sig)
+        for depth, line in kernel_lines(e.out.dtype, dims, ta, tb, til, vals.prod):
+            r.src(depth, line)
+        variants[til] = (kname, r._close(vals))
+    return ("tiled_mm", variants, dims, e, [va, vb])
+
+
+def _extent_name(ds):
+    # A generic kernel's extent parameters: ``m``, ``k``, ``n`` and products (``mk``...).
+    return "".join("bmkn"[d] for d in ds)

@@ -1,10 +1,11 @@
 """backends.cuda.program: runs a rendered CUDA graph: launches, allocations, host steps.
 
-Room: compiler. ``backends.cuda.renderer`` renders the source and the steps; a ``Program`` loads
-the kernels on first call (``numba.cuda.jit`` compiles each for the device at its first
-launch) and runs the steps in order with the inputs' ``CudaArray``s, prepared once per
-device by ``backends.cuda.launch`` (a call only swaps pointers). Launch configuration
-comes from the device's properties (``cuda_device.launch``) and is fixed per device, so
+Room: compiler. ``backends.cuda.renderer`` renders the source and the steps,
+``backends.cuda.cache`` loads their module (kernels compiled, or read from the verified
+disk cache); a ``Program`` uploads the graph's constants and index maps at its first call
+and runs the steps in order with the inputs' ``CudaArray``s, prepared once per device by
+``backends.cuda.launch`` (a call only swaps pointers). Launch configuration comes from
+the device's properties (``backends.cuda.device.launch``) and is fixed per device, so
 reductions combine in the same order on every run.
 """
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad.compiler.backends.cuda import array as cuda_array
-from numgrad.compiler.backends.cuda import device as cuda_device
 from numgrad.compiler.backends.cuda import launch
 from numgrad.tensor import device as _device
 
@@ -22,23 +22,23 @@ _CUDA0 = _device("cuda", 0)
 class Program:
     """One graph's kernels and the steps between them; called with the input arrays."""
 
-    def __init__(self, schedule, steps, source):
+    def __init__(self, schedule, steps, source, module, disk_hit):
         self.schedule = schedule
         self.graph = schedule.graph
         self.cuda_steps = steps   # (``steps`` is the CPU program's list, read by plans)
         self.source = source
         self.kernels = source.count("@cuda.jit")
-        self.disk_hit = False
+        self.disk_hit = disk_hit
+        # The kernel module (shared by every program whose source is the same: a
+        # shape-generic plan's next shape compiles nothing), by name for plan_cache.
+        self.module = module
+        self.modules = (module.__name__,)
         self._fns = None
         self._consts = None
         self._prepared = {}     # device -> launch.Prepared
 
     def _load(self, device):
-        from numgrad.compiler.backends.cuda import scalar  # noqa: F401  (its device functions)
-        ns = {}
-        name = f"<numgrad-cuda {self.graph.name}>"
-        exec(compile(self.source, name, "exec"), ns)  # noqa: S102  (our own generated code)
-        self._fns = ns
+        self._fns = vars(self.module)
         self._consts = {v: cuda_array.to_device(a, device) for v, a in self.graph.consts.items()}
         self._maps = {}
         for st in self.cuda_steps:

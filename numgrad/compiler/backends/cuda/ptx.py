@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from numgrad.compiler.backends.cuda.renderer import lazy
+
 
 def ptxas_path():
     """The wheel's ptxas (``nvidia-cuda-nvcc-cu12``), else one on PATH, else None."""
@@ -50,7 +52,8 @@ def compile_kernels(kernels, cc=(9, 0)):
             ns = modules.get(source)
             if ns is None:
                 ns = modules[source] = {}
-                exec(compile(source, f"<numgrad-cuda {name}>", "exec"), ns)  # noqa: S102
+                text = lazy(source)  # (declared signatures would compile for a device here)
+                exec(compile(text, f"<numgrad-cuda {name}>", "exec"), ns)  # noqa: S102
             ptx, _ = cuda.compile_ptx(ns[name].py_func, sig, cc=cc)
             with tempfile.TemporaryDirectory() as d:
                 path = os.path.join(d, "k.ptx")

@@ -6,8 +6,8 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
 (``cuda_scalar`` defines the helpers it names for the device). What is CUDA's own:
 
 - **a loop** becomes a kernel with a grid-stride loop over its flat index; each array
-  it reads is indexed by literal strides from that index (broadcast dims: stride 0);
-  values that never leave the loop stay in registers.
+  it reads is indexed by strides from that index (broadcast dims: none); values that
+  never leave the loop stay in registers.
 - **full reductions** in a loop: each thread accumulates, each block reduces in shared
   memory into its slot of a partials buffer, and a one-block final pass combines the
   slots (each thread a fixed stride of them, then the same tree). Grid and block sizes
@@ -28,13 +28,21 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
   copied back; a hook (``effects``: calls_user) gets the gradient as a CUDA tensor.
 - **layout aliases** (reshape) cost nothing: every value is a C-ordered flat buffer.
 
-Shapes are static (a CUDA plan is never shape-generic): extents and strides are
-literals. ``render`` gives ``(schedule, run steps, source)``, which a ``program.Program``
-runs with the inputs' ``CudaArray``s; ``program.source`` is the CUDA source. While
-``LOG`` is on (the PTX test turns it on), every kernel rendered is listed there.
+A static plan spells extents, strides and the graph's one-element constants as literals.
+A shape-generic one (``Schedule.generic``) takes them as by-value kernel arguments
+(``Values``), so its source is the same for every shape of its ranks and broadcast
+pattern; the steps carry this plan's values for the launch. Its matmuls render every
+blocking of the kernel (the launch runs the one the plan's shape takes), or a cuBLAS
+comment that names no extent. Each kernel is declared with its signature and
+``cache=True`` (``decorator``): compiled when its module is loaded, through the
+verified disk cache. ``render`` gives ``(schedule, run steps, source, kernel names)``,
+which ``backends.cuda.cache`` loads and a ``program.Program`` runs with the inputs'
+``CudaArray``s; ``program.source`` is the CUDA source. While ``LOG`` is on (the PTX
+test turns it on), every kernel rendered is listed there.
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -66,12 +74,21 @@ class KernelLog:
 LOG = KernelLog()
 
 
-def _cstrides(shape):
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= s
-    return list(reversed(out))
+def signature(sig):
+    """The Numba signature of a kernel taking parameters of types ``sig``."""
+    return f"void({', '.join(sig)})"
+
+
+def decorator(sig):
+    """A kernel's decorator: compiled for its one signature when its module is loaded,
+    into numba-cuda's on-disk cache (``backends.cuda.cache``)."""
+    return f'@cuda.jit("{signature(sig)}", cache=True)'
+
+
+def lazy(source):
+    """``source`` with its kernels compiled at first launch and uncached (``@cuda.jit``):
+    what ``ptx`` compiles without a device."""
+    return re.sub(r"^@cuda\.jit\(.*\)$", "@cuda.jit", source, flags=re.MULTILINE)
 
 
 # math.nan / math.inf in CUDA kernels.
@@ -82,33 +99,86 @@ def _arr(dt):
     return f"{_TYPES[np.dtype(dt).name]}[::1]"
 
 
+# Scalar kernel parameters numgrad passes by value (numba-cuda has no bool argument).
+BY_VALUE = ("int64", "float64", "float32")
+
+
+class Values:
+    """What one kernel's source spells that a shape-generic plan passes as arguments.
+
+    Extents: ``prod(ds)`` spells the product of dims ``ds`` (positions) of the kernel's
+    reference shape ``dims`` (a loop's iteration space; a matmul's (batch, M, K, N)),
+    dims of extent 1 left out (so where they are is part of the source, as broadcasting
+    is). Constants: ``constant(name, literal)`` spells a one-element constant of the
+    graph. A static plan spells both as literals; a shape-generic one as parameters
+    (``n0_2``: the product of dims 0 and 2; ``c_v3``: constant v3, a mean's 1/count for
+    one) whose values the launch passes (``params``: name -> (value, type), in order of
+    first use). Its source then depends on the ranks and on which extents are 1, never
+    on the extents or the constants' values."""
+
+    def __init__(self, dims, generic, name=None):
+        self.dims = tuple(int(d) for d in dims)
+        self.generic = generic
+        self.name = name or (lambda ds: "n" + "_".join(map(str, ds)))
+        self.params = {}
+
+    def live(self, ds):
+        """``ds`` without the dims of extent 1."""
+        return tuple(d for d in ds if self.dims[d] != 1)
+
+    def prod(self, ds):
+        """The product of dims ``ds``, spelled for this plan ("1" when none is live)."""
+        ds = self.live(ds)
+        if not ds:
+            return "1"
+        if not self.generic:
+            return str(math.prod(self.dims[d] for d in ds))
+        name = self.name(ds)
+        self.params[name] = (math.prod(self.dims[d] for d in ds), "int64")
+        return name
+
+    def constant(self, name, literal):
+        """A one-element constant, spelled for this plan (as the parameter ``name``)."""
+        dt = np.dtype(literal.dtype).name
+        if not self.generic or dt not in BY_VALUE:
+            return SPELL.lit(literal.value, literal.dtype)
+        value = literal.value.item() if isinstance(literal.value, np.generic) else literal.value
+        self.params[name] = (int(value) if dt == "int64" else float(value), dt)
+        return name
+
+
 def _read_strides(shape, loop_shape):
-    """Per dim of ``loop_shape``: the stride (in elements) at which an array of ``shape``
-    is read, 0 where it broadcasts."""
+    """Per dim of ``loop_shape``: the dims of the loop whose extents multiply to the
+    stride at which an array of ``shape`` (broadcastable to it) is read, or None where
+    it broadcasts."""
     shape = tuple(shape)
-    src = _cstrides(shape)
     lead = len(loop_shape) - len(shape)
-    out = []
-    for d in range(len(loop_shape)):
-        k = d - lead
-        out.append(0 if k < 0 or shape[k] == 1 else src[k])
-    return out
+    live = [d for d in range(len(loop_shape)) if d >= lead and shape[d - lead] != 1]
+    return [tuple(e for e in live if e > d) if d in live else None
+            for d in range(len(loop_shape))]
 
 
-def _index_expr(i, shape, strides):
-    """The element offset read at flat index ``i`` of ``shape`` with per-dim ``strides``."""
-    if not shape:
-        return "0"
-    inner = _cstrides(shape)
-    if list(strides) == inner:
-        return i
+def _index_expr(i, vals, dims, strides):
+    """The element offset read at flat index ``i`` of the index space made of the
+    reference dims ``dims`` (positions in ``vals.dims``), dim ``dims[k]`` read at the
+    stride ``strides[k]`` (dims whose product it is; None: broadcast)."""
+    dims = list(dims)
+    live = vals.live(dims)
+    if all(st is not None and vals.live(st) == live[live.index(d) + 1:]
+           for d, st in zip(dims, strides) if d in live):
+        return i if live else "0"  # read as the index space is laid out
     terms = []
-    for d, (n, st) in enumerate(zip(shape, strides)):
-        if st == 0 or n == 1:
+    first = True
+    for k, (d, st) in enumerate(zip(dims, strides)):
+        if d not in live:
             continue
-        q = i if inner[d] == 1 else f"({i} // {inner[d]})"
-        q = q if d == 0 else f"({q} % {n})"
-        terms.append(q if st == 1 else f"{q} * {st}")
+        if st is not None:
+            inner = vals.prod(dims[k + 1:])
+            q = i if inner == "1" else f"({i} // {inner})"
+            q = q if first else f"({q} % {vals.prod((d,))})"
+            stride = vals.prod(st)
+            terms.append(q if stride == "1" else f"{q} * {stride}")
+        first = False
     return " + ".join(terms) if terms else "0"
 
 
@@ -146,6 +216,7 @@ class Renderer:
 
     def __init__(self, sched, threads):
         self.graph = sched.graph  # (temporaries are new values of it)
+        self.generic = sched.generic
         self.base = re.sub(r"\W", "_", f"{sched.name}_{sched.role}")  # "<lambda>": no name
         self.threads = threads
         self.src = _Src()
@@ -163,11 +234,29 @@ class Renderer:
             n = self._names[v] = f"v{len(self._names)}"
         return n
 
+    def values(self, dims, name=None):
+        """A ``Values`` for a kernel over the reference dims ``dims``, spelled as this
+        plan spells extents."""
+        return Values(dims, self.generic, name)
+
     def _header(self, kname, params, sig):
+        # Written by _close, once the body has asked for its by-value arguments.
         self.src(0, "")
-        self.src(0, "@cuda.jit")
-        self.src(0, f"def {kname}({', '.join(params)}):")
+        self._open = (len(self.src.lines), len(self.kernels), kname, list(params), list(sig))
+        self.src(0, "")
+        self.src(0, "")
         self.kernels.append((kname, sig))
+
+    def _close(self, vals):
+        """Write the header of the kernel just rendered, its parameters followed by the
+        by-value ones its body asked ``vals`` for; returns their (value, type), in order."""
+        at, k, kname, params, sig = self._open
+        params += list(vals.params)
+        sig += [t for _, t in vals.params.values()]
+        self.src.lines[at] = decorator(sig)
+        self.src.lines[at + 1] = f"def {kname}({', '.join(params)}):"
+        self.kernels[k] = (kname, sig)
+        return list(vals.params.values())
 
     def _shared(self, d, acc, dt):
         self.src(d, f"sm_{acc} = cuda.shared.array({self.threads}, {_TYPES[np.dtype(dt).name]})")
@@ -194,6 +283,8 @@ class Renderer:
         """A schedule Loop as one grid-stride kernel. Returns the launch step."""
         S = _schedule.cshape(L.shape)
         n = _size(S)
+        vals = Values(S, self.generic)
+        every = range(len(S))
         kname = self.name()
         full = [r for r in L.body if isinstance(r, Reduce) and r.full]
         part = [r for r in L.body if isinstance(r, Reduce) and not r.full]
@@ -233,29 +324,33 @@ class Renderer:
             self._shared(1, f"acc{j}", r.dtype)
             s(1, f"acc{j} = {SPELL.lit(r.identity.value, r.dtype)}")
         env = {}
+
+        def constant(var, literal):
+            return vals.constant(f"c_{self.arg(var)}" if self.generic else None, literal)
         for ref in L.hoisted:
             if ref.kind == "literal":
-                env[ref.var] = SPELL.lit(ref.literal.value, ref.literal.dtype)
+                env[ref.var] = constant(ref.var, ref.literal)
             else:
                 env[ref.var] = f"h_{self.arg(ref.var)}"
                 s(1, f"{env[ref.var]} = {self.arg(ref.var)}[0]")
-        s(1, f"while i < {n}:")
+        s(1, f"while i < {vals.prod(every)}:")
 
         def expr(ref):
             if ref.kind == "literal":
-                return SPELL.lit(ref.literal.value, ref.literal.dtype)
+                return constant(ref.var, ref.literal)
             if ref.var in env:
                 return env[ref.var]
             if ref.kind == "array":
                 name = f"x_{self.arg(ref.var)}"
-                idx = (_index_expr("i", S, _read_strides(_schedule.cshape(ref.shape), S))
+                idx = (_index_expr("i", vals, every,
+                                   _read_strides(_schedule.cshape(ref.shape), S))
                        if _size(ref.shape) > 1 else "0")
                 s(2, f"{name} = {self.arg(ref.var)}[{idx}]")
                 env[ref.var] = name
                 return name
             lit = literals.get(ref.var)
             if lit is not None:
-                return SPELL.lit(lit.value, lit.dtype)
+                return constant(ref.var, lit)
             raise AssertionError(f"no value for {ref}")
 
         for st in L.body:
@@ -277,13 +372,16 @@ class Renderer:
         s(2, "i += step")
         for j, r in enumerate(full):
             self._block_reduce(1, f"acc{j}", r.dtype, r.combine, "p%d[cuda.blockIdx.x] = {}" % j)
-        finals = [(self.final(r), r) for r in full]
+        values = self._close(vals)
+        finals = [(self.final(r, S), r) for r in full]
         reduces = [(self.reduce(r, S), r, red_src[id(r)]) for r in part]
-        return ("loop", kname, ins, outs, finals, n, reduces)
+        return ("loop", kname, ins, outs, finals, n, reduces, values)
 
-    def final(self, r):
-        """The last pass of a full reduction: one block, each thread combining a fixed
-        stride of the slots, then the shared-memory tree (fixed order: same bits)."""
+    def final(self, r, S):
+        """The last pass of a full reduction of a loop over ``S``: one block, each thread
+        combining a fixed stride of the slots, then the shared-memory tree (fixed order:
+        same bits). Returns (kernel name, its by-value arguments)."""
+        vals = Values(S, self.generic)
         kname = self.name("_final")
         s = self.src
         od = np.dtype(r.out.dtype)
@@ -296,45 +394,48 @@ class Renderer:
         s(2, "j += cuda.blockDim.x")
         total = "{}"
         if r.mean:
-            total = f"{total} / {SPELL.lit(r.count, r.dtype)}"
+            count = vals.prod(range(len(S)))
+            count = SPELL.lit(r.count, r.dtype) if count.isdigit() else SPELL.cast(count, r.dtype)
+            total = f"{total} / {count}"
         if np.dtype(r.dtype) != od:
             total = SPELL.cast(total, od)
         self._block_reduce(1, "acc", r.dtype, r.combine, f"out[0] = {total}")
-        return kname
+        return kname, self._close(vals)
 
     def reduce(self, r, S):
         """A partial reduction of an array of shape ``S`` to ``r.keep``: a block per output
         element, threads over the reduced ones, a shared-memory tree."""
         kname = self.name("_reduce")
-        xs = _cstrides(S)
+        vals = Values(S, self.generic)
         keep = tuple(r.keep) if len(r.keep) == len(S) else S
         rd = [d for d in range(len(S)) if keep[d] == 1 and S[d] != 1]
         kept = [d for d in range(len(S)) if d not in rd]
-        kshape = [S[d] for d in kept]
-        rshape = [S[d] for d in rd]
-        m, nr = _size(kshape), _size(rshape)
+        xs = [tuple(range(d + 1, len(S))) for d in range(len(S))]  # C strides, as dims
+        m = _size([S[d] for d in kept])
         ad = np.dtype(r.dtype)
         src_dt = np.dtype(r.arg.var.dtype)
         s = self.src
         self._header(kname, ["x", "out"], [_arr(src_dt), _arr(r.out.dtype)])
         self._shared(1, "acc", ad)
         s(1, "o = cuda.blockIdx.x")
-        s(1, f"while o < {m}:")
-        s(2, f"base = {_index_expr('o', kshape, [xs[d] for d in kept])}")
+        s(1, f"while o < {vals.prod(kept)}:")
+        s(2, f"base = {_index_expr('o', vals, kept, [xs[d] for d in kept])}")
         s(2, f"acc = {SPELL.lit(r.identity.value, ad)}")
         s(2, "r = cuda.threadIdx.x")
+        nr = vals.prod(rd)
         s(2, f"while r < {nr}:")
-        v = f"x[base + {_index_expr('r', rshape, [xs[d] for d in rd])}]"
+        v = f"x[base + {_index_expr('r', vals, rd, [xs[d] for d in rd])}]"
         if src_dt != ad:
             v = SPELL.cast(v, ad)
         s(3, f"acc = {r.combine.scalar(['acc', v], ad, {}, SPELL)}")
         s(3, "r += cuda.blockDim.x")
         self._block_reduce(2, "acc", ad, r.combine, "out[o] = {}")
         if r.mean:
-            s(3, f"out[o] = out[o] / {SPELL.lit(nr, ad)}")
+            count = SPELL.lit(int(nr), ad) if nr.isdigit() else SPELL.cast(nr, ad)
+            s(3, f"out[o] = out[o] / {count}")
         s(2, "cuda.syncthreads()")
         s(2, "o += cuda.gridDim.x")
-        return kname, m
+        return kname, m, self._close(vals)
 
     # ------------------------------------------------------------ device steps
     def matmul(self, e, srcs):
@@ -342,7 +443,7 @@ class Renderer:
         register-blocked kernel (``matmul_kernel``); ``srcs``: per operand, the array it
         is read from and whether that array is the operand transposed."""
         if blas.choose(e) == "cublas":
-            step, text = blas.render(e, srcs, self.name("_cublas"))
+            step, text = blas.render(e, srcs, self.name("_cublas"), self.generic)
             self.src(0, "")
             for line in text:
                 self.src(0, f"# {line}")
@@ -352,15 +453,16 @@ class Renderer:
     def gather(self, e, idx):
         kname = self.name("_gather")
         x = e.inputs[0]
+        vals = Values(_schedule.cshape(e.out.shape), self.generic)
         s = self.src
         self._header(kname, ["x", "idx", "out"], [_arr(x.dtype), _arr(np.int64),
                                                   _arr(e.out.dtype)])
         s(1, "i = cuda.grid(1)")
         s(1, "step = cuda.gridsize(1)")
-        s(1, f"while i < {idx.size}:")
+        s(1, f"while i < {vals.prod(range(len(vals.dims)))}:")
         s(2, "out[i] = x[idx[i]]")
         s(2, "i += step")
-        return ("index_map", kname, idx, e)
+        return ("index_map", kname, idx, e, self._close(vals))
 
 
 def _is_transpose(e, idx):
@@ -423,5 +525,5 @@ def render(sched, options=None):
     source = HEADER + r.src.text()
     if LOG.kernels is not None:
         for name, sig in r.kernels:
-            LOG.kernels[(name, source)] = (name, source, f"void({', '.join(sig)})")
-    return sched, steps, source
+            LOG.kernels[(name, source)] = (name, source, signature(sig))
+    return sched, steps, source, [name for name, _ in r.kernels]

@@ -90,6 +90,37 @@ def _multi_out(x, y):
     return s.sigmoid(), (s - x).sum()
 
 
+def generic_case(x, w, b):
+    """A matmul, a broadcast, partial and full reductions, a mean, a transpose and a slice:
+    what a shape-generic plan must read its extents for (tests/compiler/backends/cuda/
+    test_cuda_shape_generic.py runs it at several shapes)."""
+    h = ng.tanh(x @ w + b)
+    rows = h.sum(dim=1)
+    t = x.t()[1:, :]
+    return (rows * rows).mean() + (t * t).sum() + h.amax() + h.mean(dim=0).sum()
+
+
+# (x, w, b) shapes of generic_case: one set of ranks, no two extents alike within a shape.
+GENERIC_SHAPES = [((3, 4), (4, 5), (5,)), ((5, 6), (6, 2), (2,)), ((2, 7), (7, 3), (3,))]
+
+
+def generic_args(shapes, device, seed=0):
+    rng = np.random.default_rng(seed)
+    return [ng.tensor(rng.uniform(-1.5, 1.5, s), device=device, requires_grad=True)
+            for s in shapes]
+
+
+def render_generic(fn, first, second):
+    """The kernels of ``ng.jit(fn)``'s shape-generic plan: rendered for ``second`` after a
+    first plan for ``first`` (tensors of the same ranks), not launched."""
+    log = rendered_log()
+    f = ng.jit(fn)
+    f._plan(tuple(first), {})
+    before = set(log)
+    f._plan(tuple(second), {})
+    return [k for key, k in log.items() if key not in before]
+
+
 def _data(shape, seed, lo=-1.5, hi=1.5, dtype=np.float64):
     return np.random.default_rng(seed).uniform(lo, hi, shape).astype(dtype)
 

@@ -11,6 +11,11 @@
   are host addresses, so it can compute with the same column-major gemm) records the
   handle's set-up and every gemm: the routine and arguments the mapping gives, values
   equal to NumPy's, ``source()`` naming the routine, no allocation in a steady call.
+- **Shape-generic plans**: from a second shape, the source names no extent (one module
+  for every shape) while each plan calls cuBLAS with its own shape's arguments, made
+  once per plan, not per call; and the kernel path and the cuBLAS path render
+  different sources, so the disk cache (which names a module by its source) never
+  hands one path's module to the other.
 
 None of this runs cuBLAS itself: that needs a GPU.
 """
@@ -215,3 +220,80 @@ def test_a_handle_that_cannot_start_says_how_to_run_without_it(monkeypatch, _rea
     with pytest.raises(RuntimeError, match=r"cuBLAS could not start on cuda:0 .*"
                                            r"NOT_INITIALIZED.*NUMGRAD_CUDA_MATMUL=kernel"):
         ng.jit(_mm)(_cuda((3, 5), 0), _cuda((5, 7), 1))
+
+
+# ------------------------------------------------------------------ shape-generic plans
+def _affine(x, w):
+    return (x @ w.T).tanh().sum()
+
+
+# (x, w) shapes of one rank pattern: the first makes a static plan, the others generic.
+AFFINE_SHAPES = [((5, 3), (4, 3)), ((7, 6), (2, 6)), ((3, 9), (8, 9))]
+
+
+def _affine_args(shapes, seed, device="cuda"):
+    rng = np.random.default_rng(seed)
+    return [ng.tensor(rng.standard_normal(s), dtype=ng.float32, device=device)
+            for s in shapes]
+
+
+def _gemm_key(call):
+    # An sgemm call without its device pointers: routine, ops, m, n, k, lda, ldb, ldc.
+    name, a = call
+    return name, a[1:6], a[8], a[10], a[13]
+
+
+def test_a_generic_plan_calls_cublas_with_each_shapes_arguments(monkeypatch, _real_device):
+    fake = stand_in_nvmath(monkeypatch)
+    made = []
+    gemm_args = blas.gemm_args
+    monkeypatch.setattr(blas, "gemm_args", lambda *a: made.append(a) or gemm_args(*a))
+    vg = ng.jit(ng.value_and_grad(_affine, argnums=1))
+    sources = []
+    for k, shapes in enumerate(AFFINE_SHAPES):
+        x, w = _affine_args(shapes, k)
+        fake.calls.clear()
+        value, grad = vg(x, w)
+        xc, wc = _affine_args(shapes, k, "cpu")
+        wc.requires_grad_()
+        ref = _affine(xc, wc)
+        ref.backward()
+        np.testing.assert_allclose(value.item(), ref.item(), rtol=1e-5)
+        np.testing.assert_allclose(grad.cpu().numpy(), wc.grad.numpy(), rtol=1e-4, atol=1e-5)
+        # The forward x @ W.T as the mapping gives it for this shape (W.T read in place).
+        g = gemm_args(matmul_kernel.matmul_dims(
+            _eqn(shapes[0], shapes[1][::-1], "float32")), False, True)
+        want = (g.transa, g.transb, g.m, g.n, g.k)
+        (call,) = [c[1] for c in fake.calls if c[0] == "sgemm" and c[1][1:6] == want]
+        assert (call[8], call[10], call[13]) == (g.lda, g.ldb, g.ldc)
+        assert vg.stats.compiles == min(k + 1, 2)
+        sources.append(vg.source(x, w))
+        # Bound once per plan: later calls make no gemm arguments, and call the same gemms.
+        gemms = [_gemm_key(c) for c in fake.calls if c[0] == "sgemm"]
+        n_made = len(made)
+        fake.calls.clear()
+        vg(x, w)
+        vg(x, w)
+        assert len(made) == n_made and [_gemm_key(c) for c in fake.calls] == 2 * gemms
+    static, generic, later = sources
+    assert "cuBLAS sgemm (nvmath)" in generic and later == generic
+    assert "m=" in static and "m=" not in generic   # the generic plan spells no extent
+
+
+def test_the_matmul_path_is_part_of_the_kernel_modules_name(monkeypatch, _real_device):
+    """The disk cache names a module by its source: cuBLAS and the kernel render different
+    sources for the same function and shapes, static and shape-generic, so a module made
+    for one path is never loaded for the other."""
+    stand_in_nvmath(monkeypatch)
+    names = {}
+    for path in ("cublas", "kernel"):
+        monkeypatch.setenv(blas.FLAG, path)
+        f = ng.jit(ng.value_and_grad(_affine, argnums=1))
+        for k, shapes in enumerate(AFFINE_SHAPES[:2]):
+            plan = f._plan(tuple(_affine_args(shapes, k)), {})[0]
+            names[path, k] = {m for p in plan.programs for m in p.modules}
+            src = plan.source()
+            assert ("cuBLAS sgemm" in src) == (path == "cublas")
+            assert ("_matmul" in src) == (path == "kernel")
+    for k in range(2):
+        assert not names["cublas", k] & names["kernel", k]

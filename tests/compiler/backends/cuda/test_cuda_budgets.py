@@ -29,8 +29,9 @@ X = np.linspace(-1.0, 1.5, 10)
 
 
 @contextlib.contextmanager
-def _counting(monkeypatch):
-    """Counts of kernel launches and of copies between host and device while active."""
+def _counting(monkeypatch, launched=None):
+    """Counts of kernel launches and of copies between host and device while active
+    (``launched``: a list to which each launched kernel is appended)."""
     from numba import cuda
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
     from numba.cuda.simulator.kernel import FakeCUDAKernel
@@ -41,7 +42,15 @@ def _counting(monkeypatch):
             counts[key] += 1
             return fn(*a, **k)
         return wrapper
-    monkeypatch.setattr(FakeCUDAKernel, "__call__", counted(FakeCUDAKernel.__call__, "launches"))
+    call = FakeCUDAKernel.__call__
+
+    def launch_kernel(self, *a, **k):
+        if not self._device:  # (a device function called inside a kernel is no launch)
+            counts["launches"] += 1
+            if launched is not None:
+                launched.append(self)
+        return call(self, *a, **k)
+    monkeypatch.setattr(FakeCUDAKernel, "__call__", launch_kernel)
     for name in ("copy_to_host", "copy_to_device"):
         monkeypatch.setattr(FakeCUDAArray, name, counted(getattr(FakeCUDAArray, name), "copies"))
     monkeypatch.setattr(cuda, "to_device", counted(cuda.to_device, "copies"))
@@ -72,15 +81,34 @@ def test_w1_steady_state_call_meets_the_budgets(monkeypatch):
     np.testing.assert_allclose(grad.cpu().numpy(), 2 * X + 3 * X ** 2, rtol=1e-12)
 
 
-def test_call_and_backward_steady_state_makes_no_raw_allocation(monkeypatch):
-    f = ng.jit(_w1)
+def test_call_and_backward_steady_state_is_one_pass(monkeypatch):
+    """``loss = f(x); loss.backward()`` in a training loop's steady state (``.grad`` set to
+    None, as ``zero_grad`` does): the call runs the joint program, the backward launches
+    nothing (no backward program, no copy of the gradient into ``.grad``, no seed made),
+    and nothing is allocated from the driver or copied between host and device."""
+    def w1c(x):
+        return (x ** 2 + x ** 3).sum()
+    f = ng.jit(w1c)
     x = ng.tensor(X, device="cuda", requires_grad=True)
-    for _ in range(2):
+    for _ in range(3):
+        x.grad = None
         f(x).backward()
-    with _counting(monkeypatch) as counts:
-        f(x).backward()
+    (plan,) = f._plans.values()
+    joint = plan.spec.joint
+    assert joint is not None
+    (prepared,) = joint._prepared.values()
+    joint_kernels = {k.disp for k in prepared.kernels()}
+    launched = []
+    with _counting(monkeypatch, launched) as counts:
+        x.grad = None
+        loss = f(x)
+        loss.backward()
     assert counts["device_mallocs"] == 0
-    np.testing.assert_allclose(x.grad.cpu().numpy(), 3 * (2 * X + 3 * X ** 2), rtol=1e-12)
+    assert counts["copies"] == 0
+    assert counts["launches"] == len(prepared.kernels()) >= 1
+    assert set(launched) <= joint_kernels
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * X + 3 * X ** 2, rtol=1e-12)
+    np.testing.assert_allclose(loss.item(), (X ** 2 + X ** 3).sum(), rtol=1e-12)
 
 
 def test_prepared_launches_pass_each_buffers_pointer(monkeypatch):
@@ -118,3 +146,30 @@ def test_prepared_launches_pass_each_buffers_pointer(monkeypatch):
                 i += 1  # a scalar (ctypes) argument
     assert x._data.ptr in ptrs and g2._data.ptr in ptrs and v2._data.ptr in ptrs
     assert g2._data.ptr != g1._data.ptr  # g1 is alive: this call's result has its own block
+
+
+def test_generic_kernels_take_extents_and_constants_by_value(monkeypatch):
+    """A shape-generic plan's direct launches: each kernel's extents and one-element
+    constants are laid out once as numba-cuda passes them (``int64`` as ``c_int64``,
+    ``float64`` as ``c_double``), with this plan's values; the results are right."""
+    import ctypes
+    launched = []
+    monkeypatch.setattr(launch, "_handle", lambda disp, grid, block: ("K", "CFG", "S"))
+    monkeypatch.setattr(launch, "_core_launch", lambda *a: launched.append(a))
+
+    def gen(x, w):
+        return (x * 0.25 + w).mean()
+    f = ng.jit(gen)
+    f(ng.tensor(np.ones((2, 3)), device="cuda"), ng.tensor(np.ones(3), device="cuda"))
+    xs, ws = np.arange(12.0).reshape(3, 4), np.linspace(-1, 1, 4)
+    x, w = ng.tensor(xs, device="cuda"), ng.tensor(ws, device="cuda")
+    first = f(x, w)        # the generic plan's first call: through the dispatcher
+    np.testing.assert_allclose(first.item(), (xs * 0.25 + ws).mean(), rtol=1e-12)
+    assert launched == []
+    f(x, w)
+    scalars = [p for _, _, _, *params in launched for p in params if not isinstance(p, int)]
+    ints = {p.value for p in scalars if type(p) is ctypes.c_int64}
+    floats = {p.value for p in scalars if type(p) is ctypes.c_double}
+    assert {12, 4} <= ints        # the loop's size, w's extent (and the partials' count)
+    assert 0.25 in floats         # the graph's constant, passed by value
+    assert "0.25" not in f.source(x, w) and "12" not in f.source(x, w)

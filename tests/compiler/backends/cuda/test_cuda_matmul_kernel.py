@@ -7,8 +7,9 @@ shared by the batches, and in float32, float64 and int64, against ``np.matmul``;
 float32 product is bit-equal to summing its K products in increasing order, one
 rounding per step (the simulator does not fuse multiply-adds): the order is fixed.
 Through ``@ng.jit`` the device now runs layouts the host used to (a 1-d left side with
-a batched right one, int64), values and gradients equal to the CPU's. The kernel's
-registers and spills for sm_90 are checked by ``test_cuda_ptx.py``.
+a batched right one, int64), values and gradients equal to the CPU's. The shape-generic
+kernel (extents as arguments) gives the literal kernel's bits in every blocking. The
+kernel's registers and spills for sm_90 are checked by ``test_cuda_ptx.py``.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from cuda_cases import require_simulator
 
 import numgrad as ng
 from numgrad.compiler.backends.cuda import matmul_kernel as mk
-from numgrad.compiler.backends.cuda.renderer import HEADER
+from numgrad.compiler.backends.cuda.renderer import HEADER, Values
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -26,19 +27,24 @@ def _sim():
     require_simulator()
 
 
-def _launch(dtype, dims, ta, tb, til, A, B):
+def _launch(dtype, dims, ta, tb, til, A, B, generic=False):
     """C of ``dims`` computed by the kernel for ``til``; A (B): [batch or 1, m, k]
-    ([batch or 1, k, n]) arrays, stored transposed where ``ta`` (``tb``)."""
+    ([batch or 1, k, n]) arrays, stored transposed where ``ta`` (``tb``). ``generic``:
+    the shape-generic kernel, its extents passed as arguments."""
     from numba import cuda
-    body = "\n".join("    " * d + line for d, line in mk.kernel_lines(dtype, dims, ta, tb, til))
+    vals = Values((dims.batch, dims.m, dims.k, dims.n), generic, mk._extent_name)
+    body = "\n".join("    " * d + line for d, line in mk.kernel_lines(dtype, dims, ta, tb, til,
+                                                                     vals.prod))
     ns = {}
-    src = f"{HEADER}\n@cuda.jit\ndef kern(a, b, c):\n{body}\n"
+    src = f"{HEADER}\n@cuda.jit\ndef kern({', '.join(['a', 'b', 'c', *vals.params])}):\n{body}\n"
     exec(compile(src, "<kernel>", "exec"), ns)  # noqa: S102  (the kernel under test)
+    assert generic == bool(vals.params) and (" m, k, n" in src) == generic
     a = np.ascontiguousarray(A.swapaxes(-1, -2) if ta else A).reshape(-1)
     b = np.ascontiguousarray(B.swapaxes(-1, -2) if tb else B).reshape(-1)
     c = cuda.to_device(np.full(dims.batch * dims.m * dims.n, 77, dtype))
     grid, block = mk.launch_shape(dims, til)
-    ns["kern"][grid, block](cuda.to_device(a), cuda.to_device(b), c)
+    ns["kern"][grid, block](cuda.to_device(a), cuda.to_device(b), c,
+                            *[v for v, _ in vals.params.values()])
     return c.copy_to_host().reshape(dims.batch, dims.m, dims.n)
 
 
@@ -71,6 +77,21 @@ def test_kernel_matches_numpy(dtype, til, dims, ta, tb):
     else:
         tol = 1e-5 if dtype == "float32" else 1e-12
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_the_generic_kernel_gives_the_static_kernels_bits_in_every_blocking():
+    """A shape-generic plan's kernel (extents as arguments) computes what the literal one
+    does, bit for bit, in each blocking the launch may pick for a shape (each element
+    sums its K products in the same order in all of them)."""
+    dims = mk.Dims(2, 17, 33, 9, True, False)
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((2, 17, 33)).astype(np.float32)
+    B = rng.standard_normal((1, 33, 9)).astype(np.float32)
+    want = _launch("float32", dims, True, True, mk.SMALL, A, B)
+    for til in mk.TILINGS:
+        np.testing.assert_array_equal(_launch("float32", dims, True, True, til, A, B,
+                                              generic=True), want)
+    np.testing.assert_allclose(want, np.matmul(A, B), rtol=1e-5, atol=1e-5)
 
 
 def test_each_element_sums_its_k_products_in_order():

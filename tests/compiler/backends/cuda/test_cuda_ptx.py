@@ -4,7 +4,11 @@ registers and spills reported per kernel (kernels that differ only in integer li
 extents and strides, type and compile alike: one of each is compiled). W2's and W4's
 kernels (also rendered at the benchmark's sizes, W4 with its 100 steps) must not spill,
 nor any matmul kernel: W3's at its size (float32), the matrix's (float64), and a
-1024x1024 product of transposes (the large blocking), both dtypes.
+1024x1024 product of transposes (the large blocking), both dtypes, nor the
+shape-generic kernels (extents and constants as arguments) of W2, of
+``cuda_cases.generic_case`` (matmul, broadcast, partial and full reductions, means,
+gathers) and W3's matmuls: every blocking of the generic matmul kernel, float32 and
+float64.
 
 The simulator, which runs the matrix, replaces ``numba.cuda`` in this process, so the
 compilation runs in a subprocess with ``NUMBA_ENABLE_CUDASIM=0``.
@@ -22,10 +26,12 @@ import pytest
 
 import numgrad as ng
 from numgrad import config
-from cuda_cases import KERNELS, big_product, render_only, rendered_log, require_simulator
-from cuda_cases import run_all, w3_full, w4_full
+from cuda_cases import GENERIC_SHAPES, KERNELS, big_product, generic_args, generic_case
+from cuda_cases import render_generic, render_only, rendered_log, require_simulator, run_all
+from cuda_cases import w3_full, w4_full
 from cuda_cases import _mlp as mlp
 from cuda_cases import _w2 as w2
+from numgrad.compiler.backends.cuda.matmul_kernel import TILINGS
 
 
 def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
@@ -48,6 +54,18 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
             ng.empty((1024, 1024), dtype=dt, device="cuda", requires_grad=True)
             for _ in range(2)])
     kernels += [k for k in matmuls if "_matmul" in k[0]]
+    # Shape-generic kernels: W2's (a second size) and generic_case's (a second shape).
+    other = ng.empty(5_000_000, dtype=ng.float64, device="cuda", requires_grad=True)
+    generic = render_generic(w2, [big, big], [other, other])
+    generic += render_generic(generic_case, *(generic_args(s, "cuda") for s in GENERIC_SHAPES[:2]))
+    # W3's matmuls in a shape-generic plan (another batch and width): every blocking,
+    # float32, plain and transposed operands (generic_case's are float64).
+    w3_other = [ng.empty(s, dtype=ng.float32, device="cuda", requires_grad=i < 4) for i, s in
+                enumerate([(256, 784), (256,), (10, 256), (10,), (128, 784)])]
+    generic += [k for k in render_generic(mlp, w3_full(ng.float32),
+                                          w3_other + [ng.zeros(128, dtype=ng.int64, device="cuda")])
+                if "_matmul" in k[0]]
+    kernels += generic
     from numgrad.compiler.backends.cuda.ptx import distinct
     n_all = len(kernels)
     kernels = distinct(kernels)  # kernels differing only in integer literals: one of each
@@ -71,6 +89,18 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     assert not failed, failed
     assert sum("_matmul" in r["name"] for r in report) >= 8   # 3 blockings, 2 dtypes
     spilled = [r["name"] for r in report
-               if (r["name"].startswith(("_w2_", "_w4_", "w4_full_")) or "_matmul" in r["name"])
+               if (r["name"].startswith(("_w2_", "_w4_", "w4_full_", "generic_case_"))
+                   or "_matmul" in r["name"])
                and (r["spill_stores"] or r["spill_loads"])]
     assert not spilled, spilled
+    compiled = {r["name"] for r in report}
+    for prefix in ("_w2_", "generic_case_"):  # generic kernels of each took part
+        assert any(k[0] in compiled and "def " in k[1] and " n0" in k[1] for k in generic
+                   if k[0].startswith(prefix))
+    # Every blocking of the generic matmul kernel (extents m, k, n as arguments) took part
+    # in both dtypes: compiled above, none spilling.
+    for dt in ("float32", "float64"):
+        for til in TILINGS:
+            assert any(k[0] in compiled and k[0].endswith(f"_matmul{til.bm}x{til.bn}")
+                       and f"def {k[0]}(a, b, c, m, k, n" in k[1] and dt in k[2]
+                       for k in generic), (dt, til)

@@ -43,6 +43,7 @@ from llvmlite import ir
 
 from numgrad import config
 from numgrad.compiler import progress as _progress
+from numgrad.compiler.backends import disk_cache as _disk
 from numgrad.compiler.backends.cpu import cache as _cache
 from numgrad.compiler.backends.cpu.llvm import body as _llvm_body
 from numgrad.compiler.backends.cpu.program import Program
@@ -529,7 +530,7 @@ def program(sched, steps, options, source):
     name = _cache.module_name("llvm_kernel\n" + cache_key(descs))
     entries = [f"{name}_{i}" for i in range(len(descs))]
     loaded = _LOADED.get(name)  # this plan's code is linked already (another function)
-    obj = _cache.load_object(name) if options.cache and loaded is None else None
+    obj = _disk.load_object(name) if options.cache and loaded is None else None
     disk_hit = obj is not None
     try:
         if loaded is None and obj is None:
@@ -539,7 +540,7 @@ def program(sched, steps, options, source):
                       f"({len(descs)} kernel{'s' if len(descs) > 1 else ''})")
             obj = compile_object(descs, entries)
             if options.cache:
-                _cache.store_object(name, obj)
+                _disk.store_object(name, obj)
         loaded = loaded or load(name, obj, entries)
     except Exception as exc:  # noqa: BLE001 (Numba's path compiles it instead)
         if options.verbose:
