@@ -384,9 +384,10 @@ def split_stages(graph, shape_inputs=False):
                         continue  # small constants become literals
                     seen.add(v)
                     k.inputs.append(v)
-        # Shape constants first: a Program binds them once, ahead of the call's arrays
-        # (backends.cpu.program: the single-kernel fast path stays one call).
-        k.inputs.sort(key=lambda v: not (v in graph.consts and v.from_shape))
+        if shape_inputs:
+            # Shape constants first: a Program binds them once, ahead of the call's
+            # arrays (backends.cpu.program: the single-kernel fast path stays one call).
+            k.inputs.sort(key=lambda v: not (v in graph.consts and v.from_shape))
         k.outputs = [e.out for e in k.eqns
                      if e.out in outs or any(p > pos for p in later_use.get(e.out, ()))]
         for v in k.outputs:
