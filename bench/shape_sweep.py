@@ -11,10 +11,14 @@ needed kernels this function had not compiled), the kernel modules Numba compile
 the process, the time, and RSS growth (from the first call on) with a fresh disk cache.
 
 --steady: per-call time of a static plan and of the generic plan at the same shape, for
-W2 (value_and_grad) and W4 (the 600-op chain, value_and_grad), and for the digits MLP's
-training step of ``bench/train_loop.py`` at its batch of 64 (``step``: value_and_grad and
-the SGD update in one call; ``loss``: ``f(x).backward()``, the habit path): medians, the
-two plans' calls alternating so that the machine's load drifts equally on both.
+W2 (value_and_grad; and its mean instead of its sum, called then ``.backward()``, whose
+backward divides by n: a literal in the static plan, an input of the generic one), W4
+(the 600-op chain, value_and_grad), W3 (the 784-512-10 MLP at batch 256, called then
+``.backward()``: its NLL mean, and an MSE against one-hot targets, a mean over the batch)
+and the digits MLP's training step of ``bench/train_loop.py`` at its batch of 64
+(``step``: value_and_grad and the SGD update in one call; ``loss``: ``f(x).backward()``,
+the habit path): medians, the two plans' calls alternating so that the machine's load
+drifts equally on both.
 """
 from __future__ import annotations
 
@@ -35,6 +39,10 @@ import numgrad as ng  # noqa: E402
 
 def w2(x, y):
     return (ng.tanh(x * y + ng.sin(x)) * ng.exp(-y * y)).sum()
+
+
+def w2_mean(x, y):
+    return (ng.tanh(x * y + ng.sin(x)) * ng.exp(-y * y)).mean()
 
 
 def w2_ref(x, y):
@@ -116,7 +124,66 @@ def steady():
         a, b = _interleaved([static, generic], data, repeat)
         print(f"  {name}: static {a * 1e3:.3f} ms, generic {b * 1e3:.3f} ms "
               f"({b / a:.2f}x)")
+    for n, repeat in ((1000, 2000), (100_000, 300)):
+        data = [ng.tensor(rng.standard_normal(n)) for _ in range(2)]
+        other = [ng.tensor(rng.standard_normal(n + 7)) for _ in range(2)]
+        a, b = _interleaved([_habit(w2_mean, other if g else None) for g in (False, True)],
+                            data, repeat)
+        print(f"  W2 mean n={n:.0e}, f(x).backward(): static {a * 1e3:.3f} ms, "
+              f"generic {b * 1e3:.3f} ms ({b / a:.2f}x)")
+    w3_steady()
     mlp_steady()
+
+
+def _habit(fn, other=None):
+    """``fn`` jitted, as a call then ``.backward()`` on leaves made from its arguments;
+    made generic first by a call at the shapes of ``other``."""
+    f = ng.jit(fn)
+
+    def call(*args):
+        ps = [a.detach().requires_grad_(True) for a in args]
+        f(*ps).backward()
+    if other is not None:
+        call(*other)
+        call(*other)
+    return call
+
+
+def w3_steady(repeat=300):
+    """W3's MLP at batch 256, called then ``.backward()``: its NLL mean (a sum over a
+    sum), and an MSE against one-hot targets (its backward divides by the batch's
+    elements); the generic plan made by a batch of 200."""
+    from bench import w3_mlp
+    rng = np.random.default_rng(3)
+    case = w3_mlp.cases(False)[0]
+    data = w3_mlp.make_data(case)
+    params = [ng.from_numpy(data[k]) for k in w3_mlp.PARAMS]
+
+    def mse(W1, b1, W2, b2, X, T):
+        F = ng.nn.functional
+        z = F.linear(F.relu(F.linear(X, W1, b1)), W2, b2)
+        return F.mse_loss(z, F.one_hot(T, 10).to(z.dtype))
+
+    X, T = ng.from_numpy(data["X"]), ng.from_numpy(data["T"])
+    Xs = ng.from_numpy(rng.standard_normal((200, 784)).astype(np.float32))
+    Ts = ng.tensor(rng.integers(0, 10, 200))
+    for name, fn in (("NLL", w3_mlp.loss_ng), ("MSE", mse)):
+        fns = []
+        for generic in (False, True):
+            f = ng.jit(fn)
+            ps = [p.detach().requires_grad_(True) for p in params]
+
+            def call(X, T, f=f, ps=ps):
+                f(*ps, X, T).backward()
+                for p in ps:
+                    p.grad = None
+            if generic:
+                call(Xs, Ts)
+                call(Xs, Ts)
+            fns.append(call)
+        a, b = _interleaved(fns, (X, T), repeat)
+        print(f"  W3 {name} B=256, f(x).backward(): static {a * 1e3:.3f} ms, "
+              f"generic {b * 1e3:.3f} ms ({b / a:.2f}x)")
 
 
 def mlp_steady(repeat=1500):

@@ -32,7 +32,7 @@ class Var:
     """A value in the graph: shape and NumPy dtype, known at trace time."""
 
     __slots__ = ("id", "shape", "dtype", "requires_grad", "_ng_interpreter", "hint",
-                 "_ng_standin", "_ng_weak", "__weakref__")
+                 "_ng_standin", "_ng_weak", "from_shape", "__weakref__")
 
     def __init__(self, id, shape, dtype, interpreter=None, hint=None):
         self.id = id
@@ -45,6 +45,9 @@ class Var:
         # A Python float traced as a 0-d input, or a value computed from such floats and
         # Python numbers alone: type promotion treats it as a Python number (ops.dispatch).
         self._ng_weak = False
+        # A constant whose value was computed from shapes (a mean's count: ``Tracer.
+        # shape_constant``): a shape-generic plan reads it at run time, not as a literal.
+        self.from_shape = False
 
     @property
     def ndim(self):

@@ -104,7 +104,8 @@ def schedule(graph, backend, options):
         return graph
     from numgrad.compiler import schedule as _schedule
     return _schedule.build(graph, options if backend.SHAPE_GENERIC
-                           else options.but(generic=False))
+                           else options.but(generic=False),
+                           shape_inputs=backend.SHAPE_CONSTANT_INPUTS)
 
 
 def render(sched, backend, options):

@@ -23,6 +23,7 @@ The data, top down (all plain classes with public attributes; names are stable):
       .index, .eqns              position among kernels; the equations it fuses
       .inputs / .outputs: [Var]  arrays passed in / values returned (in this order)
       .literals: {Var: Literal}  size-1 constants spelled as typed literals, never passed
+                                 (a generic plan's shape constants are inputs: ``build``)
       .extents: [(n, Var, dim)]  generic plans: each extent other than 1 an input has, read
                                  from that input's shape at run time (in this order)
       .body: [Loop | Alias]      in order
@@ -340,8 +341,18 @@ def lowerable(e):
     return p.role != "elementwise" or p.scalar is not None
 
 
-def split_stages(graph):
-    """Steps in order: ``Kernel`` (its eqns, inputs, outputs) or ``HostStep``."""
+def _literal(graph, v, shape_inputs):
+    """The Literal a kernel spells for the value ``v``, or None where it is not a
+    one-element constant or, with ``shape_inputs``, is one computed from shapes."""
+    if v not in graph.consts or _size(v.shape) != 1 or (shape_inputs and v.from_shape):
+        return None
+    return Literal(graph.consts[v].reshape(-1)[0], v.dtype)
+
+
+def split_stages(graph, shape_inputs=False):
+    """Steps in order: ``Kernel`` (its eqns, inputs, outputs) or ``HostStep``.
+    ``shape_inputs``: one-element constants computed from shapes (``Var.from_shape``)
+    are kernel inputs, first, rather than literals (``build``)."""
     steps, cur, n = [], None, 0
     for e in graph.eqns:
         if lowerable(e):
@@ -367,16 +378,22 @@ def split_stages(graph):
         for e in k.eqns:
             for v in e.inputs:
                 if v not in produced and v not in seen:
-                    if v in graph.consts and _size(v.shape) == 1:
-                        k.literals[v] = Literal(graph.consts[v].reshape(-1)[0], v.dtype)
+                    lit = _literal(graph, v, shape_inputs)
+                    if lit is not None:
+                        k.literals[v] = lit
                         continue  # small constants become literals
                     seen.add(v)
                     k.inputs.append(v)
+        if shape_inputs:
+            # Shape constants first: a Program binds them once, ahead of the call's
+            # arrays (backends.cpu.program: the single-kernel fast path stays one call).
+            k.inputs.sort(key=lambda v: not (v in graph.consts and v.from_shape))
         k.outputs = [e.out for e in k.eqns
                      if e.out in outs or any(p > pos for p in later_use.get(e.out, ()))]
         for v in k.outputs:
-            if v in graph.consts and _size(v.shape) == 1:
-                k.literals[v] = Literal(graph.consts[v].reshape(-1)[0], v.dtype)
+            lit = _literal(graph, v, shape_inputs)
+            if lit is not None:
+                k.literals[v] = lit
     return steps
 
 
@@ -596,12 +613,21 @@ def _plan_kernel(kernel, graph, sched):
             n += 1
 
 
-def build(graph, options=None):
-    """The schedule of ``graph`` under ``options`` (a ``pipeline.Options``; None: defaults)."""
+def build(graph, options=None, shape_inputs=False):
+    """The schedule of ``graph`` under ``options`` (a ``pipeline.Options``; None: defaults).
+
+    ``shape_inputs`` (a backend's ``SHAPE_CONSTANT_INPUTS``): in a shape-generic schedule,
+    the one-element constants computed from shapes (``Var.from_shape``: a mean's count)
+    are kernel inputs, read at run time as extents are, rather than literals, so the
+    kernels are the same for every shape. They are marked where they are made
+    (``Tracer.shape_constant``), not found by comparing two shapes' traces: the plan for
+    the first shape is already generic where a DataLoader marks its batches, and a
+    constant that is the same for every shape (``0.5``, the ``2`` of ``x ** 2``) stays
+    a literal LLVM can fold. A static schedule spells every one as a literal."""
     from numgrad.compiler.pipeline import Options
     options = options or Options()
     graph = drop_detach_copies(graph)
-    steps = split_stages(graph)
+    steps = split_stages(graph, shape_inputs and options.generic)
     blas = any(isinstance(s, HostStep) and s.eqn.prim.cost.blas for s in steps)
     sched = Schedule(options.name, options.role, graph, steps, generic=options.generic,
                      parallel=options.parallel in ("auto", True),

@@ -139,6 +139,14 @@ class Tracer:
             self._keep.append(d)
         return v
 
+    def shape_constant(self, a):
+        """A new constant Var holding the array ``a``, a value computed from shapes (a
+        mean's element count), marked ``from_shape``: a shape-generic plan passes it to
+        its kernels at run time, so that the kernels' source does not depend on it."""
+        v = self.var_of(np.asarray(a))
+        v.from_shape = True
+        return v
+
     def _new(self, shape, dtype):
         v = self.graph.new_var(shape, dtype)
         v._ng_interpreter = self

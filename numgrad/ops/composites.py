@@ -17,6 +17,7 @@ import numpy as np
 from numgrad import tracing_hook
 from numgrad.ops import elementwise as E, layout as L, reduction as R, special as S
 from numgrad.ops.cumulative import cumsum_p, prod_p
+from numgrad.ops.dispatch import shape_count
 from numgrad.ops.indexing import getitem, index_add_p, normalize_index
 from numgrad.ops.layout import _dim
 from numgrad.tensor import Tensor
@@ -103,7 +104,8 @@ def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = F
     d = input - mean
     n = _count(input.shape, dims) - correction
     with np.errstate(divide="ignore", invalid="ignore"):
-        return R.sum_p(d * d, dim=dims, keepdim=bool(keepdim)) / builtins.max(n, 0)
+        s = R.sum_p(d * d, dim=dims, keepdim=bool(keepdim))
+        return s / shape_count(builtins.max(n, 0), s)
 
 
 def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,

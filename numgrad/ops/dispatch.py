@@ -377,3 +377,18 @@ def sum_to(g, shape):
     if g._data.shape != tuple(shape):
         g = reshape(g, tuple(shape))
     return g
+
+
+def shape_count(n, like):
+    """``n``, a number computed from shapes (a mean's element count), as an operand of an
+    op with the tensor ``like``. Eager: the number itself. Traced: the 0-d constant of
+    ``like``'s dtype that type promotion would make of it, marked as coming from a shape
+    (``Tracer.shape_constant``), so that a shape-generic plan reads it at run time rather
+    than compiling it into its kernels (one set of kernels for every batch size). A
+    constant that is the same for every shape (``0.5``, ``2.0``) is never marked: it stays
+    a literal the kernels fold."""
+    d = like._data
+    make = getattr(getattr(d, "_ng_interpreter", None), "shape_constant", None)
+    if make is None or d.dtype.kind != "f" or getattr(d, "_ng_weak", False):
+        return n  # eager, a device payload, or a promotion this does not mirror
+    return _make(make(np.array(n, d.dtype)))

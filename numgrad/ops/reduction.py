@@ -9,6 +9,7 @@ import builtins
 
 import numpy as np
 
+from numgrad.ops.dispatch import shape_count
 from numgrad.ops.registry import Reduction, defop
 from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops import elementwise as EW
@@ -108,8 +109,9 @@ def _unreduce(g, x_shape, dim, keepdim):
 
 
 sum_p.defvjp(lambda g, x_shape, dim, keepdim: _unreduce(g, x_shape, dim, keepdim))
-mean_p.defvjp(lambda g, x_shape, dim, keepdim:
-              _unreduce(g, x_shape, dim, keepdim) / builtins.max(_count(x_shape, dim), 1))
+# The count is a shape's: traced, a constant a shape-generic plan reads at run time.
+mean_p.defvjp(lambda g, x_shape, dim, keepdim: _unreduce(g, x_shape, dim, keepdim)
+              / shape_count(builtins.max(_count(x_shape, dim), 1), g))
 
 
 def _extremum_vjp(g, x, out, x_shape, dim, keepdim):

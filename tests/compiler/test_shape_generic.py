@@ -67,8 +67,8 @@ MEANS = ng.jit(_means, parallel=False)
 
 
 def test_mean_extents_are_read_at_run_time_too():
-    """(Forward only: the backward of a mean divides by its count as a constant, which
-    still makes its source, so its compile, per shape.)"""
+    """(Forward only: the backward's count is a kernel input of a generic plan, which
+    test_shape_generic_constants.py checks.)"""
     sources = []
     for shapes in SHAPES:
         rng = np.random.default_rng(sum(shapes[0]))

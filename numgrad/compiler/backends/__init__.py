@@ -26,6 +26,8 @@ class Backend(Protocol):
 
     SCHEDULED: bool       # render reads a Schedule (False: the graph itself)
     SHAPE_GENERIC: bool   # may render shape-generic plans (extents read at run time)
+    SHAPE_CONSTANT_INPUTS: bool  # a generic schedule passes constants computed from
+    #                              shapes as kernel inputs (schedule.build)
 
     def render(self, sched, options): ...
 

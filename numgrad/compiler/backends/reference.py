@@ -7,6 +7,7 @@ from __future__ import annotations
 
 SCHEDULED = False
 SHAPE_GENERIC = True
+SHAPE_CONSTANT_INPUTS = False  # (nothing is scheduled)
 
 
 class Program:

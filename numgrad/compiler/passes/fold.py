@@ -18,6 +18,8 @@ def fold(graph):
                 and e.out.size <= _MAX_FOLD
                 and not (e.prim.broadcasts and e.out.size > 1)):
             consts[e.out] = np.asarray(e.prim.impl(*[consts[v] for v in e.inputs], **e.params))
+            # Computed from a shape's constant (a seed of 1 over a mean's count): one too.
+            e.out.from_shape = any(v.from_shape for v in e.inputs)
             continue
         eqns.append(e)
     return graph.copy(eqns=eqns, consts=consts)

@@ -42,6 +42,9 @@ class Built:
 
 SCHEDULED = True
 SHAPE_GENERIC = True
+# A generic plan's constants computed from shapes (a mean's count) are kernel inputs,
+# bound per plan by the Program, so the source is the same for every shape.
+SHAPE_CONSTANT_INPUTS = True
 
 
 def render(sched, options):

@@ -6,6 +6,7 @@ with its input arrays. Kernels see 0-d values as 1-element arrays (``cshape``).
 """
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
 
@@ -64,12 +65,17 @@ class Program:
             if all(v in outpos for v in graph.outputs):
                 self._single = (st.fn, plan, [(outpos[v], v.shape) for v in graph.outputs])
                 # Fastest case: the kernel takes the graph's inputs in order (no 0-d, no
-                # consts) and returns exactly its outputs, none 0-d.
-                if (list(st.inputs) == list(graph.inputs)
+                # consts but a generic plan's shape constants, which the schedule puts
+                # first and which are bound here, once) and returns exactly its outputs,
+                # none 0-d.
+                n = len(st.inputs) - len(graph.inputs)
+                if (n >= 0 and list(st.inputs[n:]) == list(graph.inputs)
+                        and all(v in cmap for v in st.inputs[:n])
                         and all(v.ndim > 0 for v in graph.inputs)
                         and list(st.outputs) == list(graph.outputs)
                         and all(v.ndim > 0 for v in graph.outputs)):
-                    self._direct = st.fn
+                    self._direct = (functools.partial(st.fn, *[cmap[v] for v in st.inputs[:n]])
+                                    if n else st.fn)
 
     @property
     def tier(self):

@@ -8,7 +8,9 @@ function per kernel, NumPy steps between them (``program``); ``build`` compiles 
 
 Shapes are static, so every extent and stride is a literal in the source and LLVM
 sees fixed-trip-count loops it can vectorise (shape-generic plans read them from the
-inputs: ``Extents``). 0-d values are kept as 1-element arrays inside kernels.
+inputs: ``Extents``; and the constants computed from shapes, a mean's count, are
+inputs of theirs, hoisted scalars like any one-element input: ``schedule.build``).
+0-d values are kept as 1-element arrays inside kernels.
 
 A parallel loop runs under ``prange``; a chunked one over fixed chunks of its outer
 index, each chunk reducing into its own slot; an outlined body goes into a chunk

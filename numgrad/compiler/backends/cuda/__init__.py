@@ -12,6 +12,9 @@ from __future__ import annotations
 
 SCHEDULED = True
 SHAPE_GENERIC = True    # a second shape renders kernels that take their extents as arguments
+# (and every one-element constant, a mean's count among them: renderer.Values), so the
+# schedule keeps constants computed from shapes as literals for it to pass.
+SHAPE_CONSTANT_INPUTS = False
 
 
 # The backend's stages (backends.Backend), imported when first called: ``numgrad.devices``
