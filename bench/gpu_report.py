@@ -102,7 +102,8 @@ def markdown(report):
     floor_bw = max(bw.values()) if bw else None
     lines = [f"# numgrad on {report['device']}: `gpu_check --peers`", "",
              f"- revision `{report['revision']}`, {report['date']}, "
-             f"{'DRY RUN (simulator / CPU, tiny shapes: no timing meaning)' if report['dry_run'] else 'inputs on the device, median of synchronised calls'}",
+             + ("DRY RUN (simulator / CPU, tiny shapes: no timing meaning)" if report["dry_run"]
+              else "inputs on the device, median of synchronised calls"),
              f"- whole run {report['wall_s']:.0f} s; " + ", ".join(
                  f"{k} copy {v / 1e9:.0f} GB/s" for k, v in sorted(bw.items())) +
              (" (the W2 floor is bytes / the faster copy)" if bw else ""),

@@ -133,7 +133,8 @@ def main(argv=None):
     for s in a.sizes:
         n = int(float(s))
         facts, wall, _, flt, med, cmed = measure(n, a.dtype, a.reps)
-        print(f"\nW2 n={s} {a.dtype}, {numba.get_num_threads()} threads, {a.reps} interleaved rounds")
+        print(f"\nW2 n={s} {a.dtype}, {numba.get_num_threads()} threads, "
+              f"{a.reps} interleaved rounds")
         for k, v in facts.items():
             print(f"  {k}: {v}")
         print("| piece | wall median ms | wall min ms | CPU median ms | faults/call |")

@@ -27,7 +27,8 @@ one exception: the methods of ``numgrad.nn`` classes read the layer state a user
 (``training``, a Dropout's ``p``, a LayerNorm's ``eps``, the children of a
 ``Sequential``, forward hooks, parameters replaced by new ones). Their bodies (the
 methods reached, and ``__iter__``/``__getitem__``, which syntax calls) are walked for
-the attribute names they load, which are then read on the instances of that class only (a Linear is not guarded on the ``training`` flag a Dropout reads);
+the attribute names they load, which are then read on the instances of that class only
+(a Linear is not guarded on the ``training`` flag a Dropout reads);
 their code, defaults and globals are library constants and get no guard terms. A class
 tells the scan, through ``_ng_attr_tables``, which dicts its ``__getattr__`` serves
 attributes from (a module's parameters, buffers and children), and through

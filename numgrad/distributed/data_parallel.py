@@ -32,7 +32,6 @@ gradients come back as new tensors, so a failed step leaves the caller as it was
 from __future__ import annotations
 
 import itertools
-import os
 import socket
 import uuid
 
@@ -423,8 +422,9 @@ def data_parallel(loss, argnums=0, shard_argnums=1, reduction: str = "mean", cli
     tree order (by shard index), so a step gives the same bits whichever worker finishes
     first, after a retry or a lost worker; they equal the full batch's within rounding.
 
-    >>> dp = ng.distributed.data_parallel(loss, argnums=(0, 1), shard_argnums=(2, 3))  # doctest: +SKIP
-    >>> value, (gW, gb) = dp(W, b, X, Y)                                                # doctest: +SKIP
+    >>> dp = ng.distributed.data_parallel(loss, argnums=(0, 1),
+    ...                                   shard_argnums=(2, 3))  # doctest: +SKIP
+    >>> value, (gW, gb) = dp(W, b, X, Y)                         # doctest: +SKIP
 
     - ``argnums``: the arguments to differentiate: tensors or pytrees (dicts, lists,
       tuples) of tensors; they are broadcast to every worker once per step.

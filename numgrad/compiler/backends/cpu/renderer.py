@@ -30,7 +30,7 @@ from numgrad.compiler.backends.cpu import cache as _cache
 from numgrad.compiler.backends.cpu.llvm import body as _llvm_body
 from numgrad.compiler.backends.cpu.program import cshape
 from numgrad.compiler.backends.spelling import Spell
-from numgrad.compiler.schedule import PARALLEL_CHUNKS, Alias, Loop, Reduce
+from numgrad.compiler.schedule import PARALLEL_CHUNKS, Alias, Reduce
 from numgrad.compiler.schedule import _size
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}

@@ -19,7 +19,8 @@ def _run(args, sim):
 
 
 def _no_gpu():
-    proc = _run(["-c", "from numgrad.compiler.backends.cuda import device as d; print(d.available())"],
+    proc = _run(["-c", "from numgrad.compiler.backends.cuda import device as d; "
+                       "print(d.available())"],
                 "0")
     return proc.stdout.strip() == "False"
 

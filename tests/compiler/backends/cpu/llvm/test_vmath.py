@@ -274,7 +274,8 @@ def test_huge_arguments_mixed_into_vectorised_loop(kernels):
 def test_types_float32_stays_float32_ints_promote():
     @njit
     def types_of(x32, x64, i, b):
-        return (vmath_numba.exp(x32), vmath_numba.expm1(x32), vmath_numba.log(x32), vmath_numba.tanh(x32),
+        return (vmath_numba.exp(x32), vmath_numba.expm1(x32), vmath_numba.log(x32),
+                vmath_numba.tanh(x32),
                 vmath_numba.sigmoid(x32), vmath_numba.sin(x32), vmath_numba.cos(x32),
                 vmath_numba.exp(x64), vmath_numba.exp(i), vmath_numba.sin(b))
 
