@@ -60,8 +60,9 @@ def _make_grads(outputs, grad_outputs, create_graph):
 
 
 # The implicit root gradients: per (shape, dtype) on the host, per (shape, dtype, device)
-# for a device payload's one-element outputs. Shared and never written to (device payloads
-# are rebound by in-place ops, never written): the cache's own reference makes
+# for a device payload's one-element outputs. Shared and never written to (an in-place op
+# on a tensor holding a device seed rebinds it: ``CudaArray._ng_write`` refuses the seed,
+# as a host seed is read-only): the cache's own reference makes
 # AccumulateGrad copy rather than steal one, and a compiled backward can tell the seed
 # ``backward()`` made from any other gradient by identity (``is_implicit_seed``), without
 # reading device memory.

@@ -25,7 +25,6 @@ import numpy as np
 
 from numgrad import config, devices, tracing_hook
 from numgrad.autograd import anomaly
-from numgrad.autograd.engine import is_implicit_seed
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
 from numgrad.compiler.backends import get_backend
@@ -35,6 +34,7 @@ from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, FLOATS, PlanCache
 from numgrad.compiler.speculate import Speculation
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
+from numgrad.ops.views import store
 from numgrad.tensor import Tensor
 from numgrad.viz.source import SourceText
 
@@ -582,10 +582,8 @@ class Plan:
                 arrays[i] = arrays[i].copy()
             if type(t._data) is _ndarray:
                 t._data[...] = arr
-            elif is_implicit_seed(t._data):  # shared by every backward(): rebound, as eager is
-                t._data = arr
-            else:  # a device payload: copy on the device
-                t._data.buf.copy_to_device(arr.buf)
+            else:  # a device payload: copied into its memory (the engine's seed: rebound)
+                store(t, arr)
             t._vc.value += tr.bumps[i] if tr.bumps else 1
         node = None
         if self.grad:

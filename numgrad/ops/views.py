@@ -246,11 +246,27 @@ def live_views(root):
     return out
 
 
+def write_into(t, data):
+    """Write ``data`` into the memory of ``t``'s device payload (``_ng_write``: a CUDA
+    tensor's in-place result); False where ``t``'s payload takes no writes (traced)."""
+    write = getattr(t._data, "_ng_write", None)
+    return write is not None and write(data)
+
+
+def store(t, data):
+    """Make ``t`` hold the value ``data``: written into a device payload's memory, so that
+    what shares it outside numgrad (DLPack, ``__cuda_array_interface__``) sees it; a
+    traced payload, which shares no memory, is rebound."""
+    if not write_into(t, data):
+        t._data = data
+
+
 def refresh_views(root, skip=None):
     """After an in-place op on ``root`` or one of its views, every other live view shows
     the new value and, as in PyTorch (which regenerates a view's grad_fn when its version
     moved on), takes its history from the root's new one. Eager views share storage, so
-    only their history changes; traced views are rebound to their new values too."""
+    only their history changes; traced views are rebound to their new values, and device
+    views (copies, but for reshapes) take them in their own memory (``store``)."""
     views = live_views(root)
     if not views:
         return
@@ -268,10 +284,10 @@ def refresh_views(root, skip=None):
                 continue
             if not history:
                 with no_grad():
-                    v._data = replay(alias, v._view_chain)._data
+                    store(v, replay(alias, v._view_chain)._data)
                 continue
             new = replay(alias, v._view_chain)
             if traced:
-                v._data = new._data
+                store(v, new._data)
             if new.grad_fn is not None:
                 v.grad_fn, v._output_nr, v._requires_grad = new.grad_fn, new._output_nr, True
