@@ -53,10 +53,30 @@ def _make_grads(outputs, grad_outputs, create_graph):
                                        f"required to have the same dtype. Mismatch in dtype: "
                                        f"grad_output[{i}] has a dtype of {g.dtype} and "
                                        f"output[{i}] has a dtype of {out.dtype}.")
+            g = _on_device_of(out, g, i)
             if not create_graph:
                 g = g.detach()
         grads.append(g)
     return grads
+
+
+def _on_device_of(out, g, i):
+    """The gradient ``g`` given for output ``out`` (number ``i``), on ``out``'s device:
+    as PyTorch's engine checks a root gradient, a 0-d one is moved there, any other on
+    another device is an error. Traced values are on no device: not checked."""
+    gd, od = g._data, out._data
+    if not (_concrete(gd) and _concrete(od)):
+        return g
+    want, got = out.device, g.device
+    if got == want:
+        return g
+    if g.ndim == 0:
+        return g.to(want)
+    raise RuntimeError(f"invalid gradient at index {i} - expected device {want} but got {got}")
+
+
+def _concrete(d):
+    return type(d) is np.ndarray or hasattr(d, "_ng_device")
 
 
 # The implicit root gradients: per (shape, dtype) on the host, per (shape, dtype, device)
