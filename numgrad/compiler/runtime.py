@@ -397,7 +397,9 @@ class Plan:
         self.weak = weak
         name = getattr(owner.fn, "__name__", "fn")
         self.opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
-        tensors = [leaves[i] for i in self.tensor_pos if i not in weak]
+        # (the floats of a double backward's call come as 0-d host tensors: on no device)
+        tensors = [leaves[i] for i in self.tensor_pos
+                   if i not in weak and i not in owner._weak_leaves]
         chosen = []
 
         def backend_for(captures):  # the floats are on no device: the tensors choose
@@ -414,11 +416,13 @@ class Plan:
             ins = low.traced.graph.inputs
             self._float_dtypes = [(i, ins[k].dtype) for k, i in enumerate(self.tensor_pos)
                                   if i in weak]
+            # On CUDA the floats stay host numbers: the kernels take them by value
+            # (backends.cuda.renderer.by_value). Uploaded only where no tensor says which
+            # device the plan runs on.
             self._scalar_device = None
-            if chosen[-1] == "cuda":
-                self._scalar_device = next(
-                    (t.device for t in tensors + list(low.traced.captures)
-                     if t.device.type == "cuda"), owner.device or "cuda")
+            if chosen[-1] == "cuda" and not any(
+                    t.device.type == "cuda" for t in tensors + list(low.traced.captures)):
+                self._scalar_device = owner.device or "cuda"
             self.run = self._run_floats
         self._adopt(low)
         self._count(owner.stats)
@@ -539,8 +543,9 @@ class Plan:
                             p.source) for r, p in zip(roles, self.programs)])
 
     def _run_floats(self, leaves):
-        """``run`` for a plan with traced floats: each becomes a 0-d input of its dtype,
-        on the plan's device."""
+        """``run`` for a plan with traced floats: each becomes a 0-d input of its dtype (a
+        host array, which CUDA kernels take by value; uploaded where no tensor argument
+        says which device the plan runs on)."""
         leaves = list(leaves)
         dev = self._scalar_device
         for i, dtype in self._float_dtypes:

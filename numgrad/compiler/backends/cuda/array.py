@@ -159,7 +159,8 @@ def _index(dev):
 
 
 def _device_copy(dst, src):
-    """Copy ``src``'s data into ``dst``'s memory (same size and dtype), on the device."""
+    """Copy ``src``'s data into ``dst``'s memory (same size and dtype) on the device: a
+    device-to-device copy on the default stream, after the kernels queued before it."""
     index = _index(dst._ng_device)
     if cuda_device.simulated() or index == 0:
         dst.buf.copy_to_device(src.buf)
