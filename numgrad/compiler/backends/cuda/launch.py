@@ -7,8 +7,9 @@ device, into a flat list of closures over integer slots: every buffer's size, dt
 rounded block size, every grid and block (from the plan's sizes, by the device's fixed
 rules), the matmul kernel's blocking for the plan's shape (``matmul_kernel.tiling``; a
 generic plan rendered them all), a cuBLAS step's call (``blas.prepare``), every scalar
-argument is fixed before the first call. A call fills the input slots, and each step
-takes its output blocks from the caching allocator (``allocator``) and launches.
+argument but a traced Python float's (``Value``) is fixed before the first call. A call
+fills the input slots (such a float's with its number), and each step takes its output
+blocks from the caching allocator (``allocator``) and launches.
 
 **The launch itself.** Numba-cuda's dispatcher, per launch, resolves the argument types,
 looks up the overload and packs each array into 7 kernel parameters in Python
@@ -18,7 +19,8 @@ between calls: after its first (ordinary, compiling) launch a ``Kernel`` takes t
 compiled overload's ``cuda.core`` kernel handle, builds the ``LaunchConfig`` and the
 parameter list once in the layout ``_prepare_args`` produces (meminfo, parent, nitems,
 itemsize, data, shape, stride per array; a ``ctypes`` value per scalar), and from then
-on writes the pointers into a copy of that list and calls ``cuda.core.launch`` directly.
+on writes the pointers (and a traced float's ``ctypes`` value) into a copy of that list
+and calls ``cuda.core.launch`` directly.
 Nothing synchronises the host: results stay on the device until read.
 
 Numba's simulator has no kernel handles: there every launch goes through the

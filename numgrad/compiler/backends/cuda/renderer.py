@@ -31,7 +31,9 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
 A static plan spells extents, strides and the graph's one-element constants as literals.
 A shape-generic one (``Schedule.generic``) takes them as by-value kernel arguments
 (``Values``), so its source is the same for every shape of its ranks and broadcast
-pattern; the steps carry this plan's values for the launch. Its matmuls render every
+pattern; the steps carry this plan's values for the launch. In either, a traced Python
+float (a ``{weak}`` 0-d input) that only loops read is a by-value argument too
+(``by_value``), whose value the launch writes per call. Its matmuls render every
 blocking of the kernel (the launch runs the one the plan's shape takes), or a cuBLAS
 comment that names no extent. Each kernel is declared with its signature and
 ``cache=True`` (``decorator``): compiled when its module is loaded, through the

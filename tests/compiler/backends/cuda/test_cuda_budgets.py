@@ -228,3 +228,21 @@ def test_prepared_launches_write_each_calls_float(monkeypatch):
 def _kernels_of(fn, args):
     plan, _ = fn._plan(args, {})
     return sum(p.kernels for p in plan.programs)
+
+
+def test_an_eager_inplace_op_is_one_launch_and_one_device_copy(monkeypatch):
+    """``y.add_(x)`` on CUDA tensors: computed out of place (one launch, a block from the
+    cache), then copied into ``y``'s own memory (one device-to-device copy); nothing comes
+    from the driver, and ``y`` keeps its buffer."""
+    x, y = ng.tensor(X, device="cuda"), ng.tensor(2 * X, device="cuda")
+    address = y._data.ptr
+    want = 2 * X
+    for _ in range(2):
+        y.add_(x)
+        want = want + X
+    with _counting(monkeypatch) as counts:
+        y.add_(x)
+    want = want + X
+    assert counts == {"launches": 1, "copies": 1, "device_mallocs": 0}
+    assert y._data.ptr == address and y._version == 3
+    np.testing.assert_array_equal(y.cpu().numpy(), want)
