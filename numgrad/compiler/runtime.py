@@ -417,12 +417,13 @@ class Plan:
             self._float_dtypes = [(i, ins[k].dtype) for k, i in enumerate(self.tensor_pos)
                                   if i in weak]
             # On CUDA the floats stay host numbers: the kernels take them by value
-            # (backends.cuda.renderer.by_value). Uploaded only where no tensor says which
-            # device the plan runs on.
+            # (backends.cuda.renderer.by_value). Uploaded only where they alone would say
+            # the plan runs on a device other than cuda:0 (no tensor argument says it).
             self._scalar_device = None
             if chosen[-1] == "cuda" and not any(
                     t.device.type == "cuda" for t in tensors + list(low.traced.captures)):
-                self._scalar_device = owner.device or "cuda"
+                want = devices.target(owner.device or "cuda")
+                self._scalar_device = want if want.index else None
             self.run = self._run_floats
         self._adopt(low)
         self._count(owner.stats)
@@ -544,8 +545,8 @@ class Plan:
 
     def _run_floats(self, leaves):
         """``run`` for a plan with traced floats: each becomes a 0-d input of its dtype (a
-        host array, which CUDA kernels take by value; uploaded where no tensor argument
-        says which device the plan runs on)."""
+        host array, which CUDA kernels take by value; uploaded only to run the plan on a
+        device other than cuda:0 that no tensor argument names)."""
         leaves = list(leaves)
         dev = self._scalar_device
         for i, dtype in self._float_dtypes:

@@ -18,12 +18,14 @@ def drop_detach_copies(graph):
     A cast to the dtype its input has already goes the same way: what type promotion
     leaves of a traced Python float given its uses' dtype (``autodiff._narrow_weak_inputs``),
     which would otherwise be a kernel of its own, writing a one-element array."""
+    from numgrad.ops.dispatch import to_dtype_prim  # the cast type promotion inserts
+    cast = to_dtype_prim()
     outs = set(graph.outputs)
     rename, eqns = {}, []
     for e in graph.eqns:
         ins = [rename.get(v, v) for v in e.inputs]
         if e.out not in outs and ("stop_gradient" in e.prim.effects or (
-                e.prim.name == "to_dtype" and ins[0].dtype == e.out.dtype)):
+                e.prim is cast and ins[0].dtype == e.out.dtype)):
             rename[e.out] = ins[0]
             continue
         eqns.append(e if ins == list(e.inputs) else Eqn(e.prim, ins, e.params, e.out, e.ann))
