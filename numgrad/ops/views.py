@@ -261,6 +261,19 @@ def store(t, data):
         t._data = data
 
 
+def refresh_values(root, views=None, skip=None):
+    """The live views of ``root`` (``views``: those of them already listed), but ``skip``,
+    take the value ``root`` holds now, their histories untouched: a traced view is
+    rebound, a device one (a copy, but for a reshape) written in its memory. Also what a
+    compiled call's write-back into a device input does for that input's views."""
+    from numgrad.grad_mode import no_grad
+    alias = Tensor._make(root._data)
+    with no_grad():
+        for v in live_views(root) if views is None else views:
+            if v is not skip and v._view_chain is not None:
+                store(v, replay(alias, v._view_chain)._data)
+
+
 def refresh_views(root, skip=None):
     """After an in-place op on ``root`` or one of its views, every other live view shows
     the new value and, as in PyTorch (which regenerates a view's grad_fn when its version
@@ -270,10 +283,12 @@ def refresh_views(root, skip=None):
     views = live_views(root)
     if not views:
         return
-    from numgrad.grad_mode import no_grad, set_grad_enabled
+    from numgrad.grad_mode import set_grad_enabled
     traced = is_traced(root)
     history = root.grad_fn is not None
-    if not traced and not history:
+    if not history:
+        if traced:
+            refresh_values(root, views, skip)
         return
     alias = Tensor._make(root._data, root.grad_fn, root._vc, root._output_nr)
     alias._requires_grad = root._requires_grad
@@ -281,10 +296,6 @@ def refresh_views(root, skip=None):
     with set_grad_enabled(history):
         for v in views:
             if v is skip or v._view_chain is None:
-                continue
-            if not history:
-                with no_grad():
-                    store(v, replay(alias, v._view_chain)._data)
                 continue
             new = replay(alias, v._view_chain)
             if traced:

@@ -219,12 +219,16 @@ def test_a_jitted_inplace_op_writes_the_callers_buffer():
     inc = ng.jit(lambda t, y: t.mul_(y).add_(1.0))
     src = ng.tensor(A, device="cuda")
     t = ng.from_dlpack(src)
+    v, r = t[1:4], t.reshape(3, 2)     # a view (a copy on CUDA) and a reshape
     address = _ptr(t)
     y = ng.tensor(B, device="cuda")
     for k in range(2):
         inc(t, y)
         assert _ptr(t) == address and t._version == 2 * (k + 1)
-    np.testing.assert_allclose(_at(address), (A * B + 1.0) * B + 1.0, rtol=1e-15)
+    want = (A * B + 1.0) * B + 1.0
+    np.testing.assert_allclose(_at(address), want, rtol=1e-15)
+    np.testing.assert_allclose(v.cpu().numpy(), want[1:4], rtol=1e-15)
+    np.testing.assert_allclose(r.cpu().numpy(), want.reshape(3, 2), rtol=1e-15)
 
     def f(h):   # the plan's backward keeps h's value from before the write (it may
         s = h.exp().sum()   # recompute exp(h) rather than save it)
