@@ -98,7 +98,7 @@ def test_an_imported_tensor_is_written_in_its_producers_memory(name):
     np.testing.assert_array_equal(t.cpu().numpy(), expected)
 
 
-def test_an_exported_tensor_s_consumers_see_later_inplace_ops():
+def test_consumers_of_an_exported_tensor_see_later_inplace_ops():
     t = ng.tensor(A, device="cuda")
     capsule_reader = ng.from_dlpack(t)           # a DLPack consumer
     address = t.__cuda_array_interface__["data"][0]   # a CAI consumer holds this pointer
