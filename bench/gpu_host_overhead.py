@@ -11,8 +11,10 @@ work is timed (not the driver's launch cost, ~5-10 us per kernel on a real GPU).
 Prints µs per call (min and median of batches) for W1 (``(x**2 + x**3).sum()`` on 10
 float64) through ``jit(value_and_grad)`` and jit call + ``.backward()`` (``.grad`` reset
 to None first, as ``zero_grad`` does; from the second call the joint program runs and
-the backward launches nothing), and per op of a small eager loop, with the budget ratio
-for W1 v&g (40 µs).
+the backward launches nothing), per op of a small eager loop, an eager in-place
+``y.add_(x)`` (computed out of place, then copied into ``y``'s memory), an SGD-style
+``jit(w - lr * g)`` called with a new Python float each time (taken by value), with the
+budget ratio for W1 v&g (40 µs).
 """
 from __future__ import annotations
 
@@ -78,10 +80,21 @@ def main(argv=None):
     def eager_step():  # 5 ops: mul, pow, add, sum, and a scalar mul
         return ((x * 2.0) ** 2 + x).sum() * 0.5
 
+    y = ng.tensor(x0, device="cuda")
+    sgd = ng.jit(lambda w, lr, g: w - lr * g)
+    lrs = iter(np.tile(np.linspace(1e-3, 1e-1, 97), 10 ** 4).tolist())
+    for _ in range(3):
+        sgd(y, next(lrs), x)
+
+    def sgd_step():
+        return sgd(y, next(lrs), x)
+
     rows = {"W1 jit(value_and_grad)": per_call_us(lambda: vg(x), args.calls),
             "W1 jit + .backward()": per_call_us(call_backward, args.calls)}
     lo, med = per_call_us(eager_step, args.calls)
     rows["eager, per op (5-op loop / 5)"] = (lo / 5, med / 5)
+    rows["eager in-place y.add_(x)"] = per_call_us(lambda: y.add_(x), args.calls)
+    rows["jit w - lr * g, a new lr per call"] = per_call_us(sgd_step, args.calls)
     stats = ng.cuda.memory_stats()
     for name, (lo, med) in rows.items():
         print(f"{name:34s} min {lo:7.1f} us  median {med:7.1f} us")

@@ -53,15 +53,36 @@ def _make_grads(outputs, grad_outputs, create_graph):
                                        f"required to have the same dtype. Mismatch in dtype: "
                                        f"grad_output[{i}] has a dtype of {g.dtype} and "
                                        f"output[{i}] has a dtype of {out.dtype}.")
+            g = _on_device_of(out, g, i)
             if not create_graph:
                 g = g.detach()
         grads.append(g)
     return grads
 
 
+def _on_device_of(out, g, i):
+    """The gradient ``g`` given for output ``out`` (number ``i``), on ``out``'s device:
+    as PyTorch's engine checks a root gradient, a 0-d one is moved there, any other on
+    another device is an error. Traced values are on no device: not checked."""
+    gd, od = g._data, out._data
+    if not (_concrete(gd) and _concrete(od)):
+        return g
+    want, got = out.device, g.device
+    if got == want:
+        return g
+    if g.ndim == 0:
+        return g.to(want)
+    raise RuntimeError(f"invalid gradient at index {i} - expected device {want} but got {got}")
+
+
+def _concrete(d):
+    return type(d) is np.ndarray or hasattr(d, "_ng_device")
+
+
 # The implicit root gradients: per (shape, dtype) on the host, per (shape, dtype, device)
-# for a device payload's one-element outputs. Shared and never written to (device payloads
-# are rebound by in-place ops, never written): the cache's own reference makes
+# for a device payload's one-element outputs. Shared and never written to (an in-place op
+# on a tensor holding a device seed rebinds it: ``CudaArray._ng_write`` refuses the seed,
+# as a host seed is read-only): the cache's own reference makes
 # AccumulateGrad copy rather than steal one, and a compiled backward can tell the seed
 # ``backward()`` made from any other gradient by identity (``is_implicit_seed``), without
 # reading device memory.

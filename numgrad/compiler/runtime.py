@@ -25,7 +25,6 @@ import numpy as np
 
 from numgrad import config, devices, tracing_hook
 from numgrad.autograd import anomaly
-from numgrad.autograd.engine import is_implicit_seed
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
 from numgrad.compiler.backends import get_backend
@@ -35,6 +34,7 @@ from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, FLOATS, PlanCache
 from numgrad.compiler.speculate import Speculation
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
+from numgrad.ops.views import refresh_values, store
 from numgrad.tensor import Tensor
 from numgrad.viz.source import SourceText
 
@@ -397,7 +397,9 @@ class Plan:
         self.weak = weak
         name = getattr(owner.fn, "__name__", "fn")
         self.opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
-        tensors = [leaves[i] for i in self.tensor_pos if i not in weak]
+        # (the floats of a double backward's call come as 0-d host tensors: on no device)
+        tensors = [leaves[i] for i in self.tensor_pos
+                   if i not in weak and i not in owner._weak_leaves]
         chosen = []
 
         def backend_for(captures):  # the floats are on no device: the tensors choose
@@ -414,11 +416,14 @@ class Plan:
             ins = low.traced.graph.inputs
             self._float_dtypes = [(i, ins[k].dtype) for k, i in enumerate(self.tensor_pos)
                                   if i in weak]
+            # On CUDA the floats stay host numbers: the kernels take them by value
+            # (backends.cuda.renderer.by_value). Uploaded only where they alone would say
+            # the plan runs on a device other than cuda:0 (no tensor argument says it).
             self._scalar_device = None
-            if chosen[-1] == "cuda":
-                self._scalar_device = next(
-                    (t.device for t in tensors + list(low.traced.captures)
-                     if t.device.type == "cuda"), owner.device or "cuda")
+            if chosen[-1] == "cuda" and not any(
+                    t.device.type == "cuda" for t in tensors + list(low.traced.captures)):
+                want = devices.target(owner.device or "cuda")
+                self._scalar_device = want if want.index else None
             self.run = self._run_floats
         self._adopt(low)
         self._count(owner.stats)
@@ -539,8 +544,9 @@ class Plan:
                             p.source) for r, p in zip(roles, self.programs)])
 
     def _run_floats(self, leaves):
-        """``run`` for a plan with traced floats: each becomes a 0-d input of its dtype,
-        on the plan's device."""
+        """``run`` for a plan with traced floats: each becomes a 0-d input of its dtype (a
+        host array, which CUDA kernels take by value; uploaded only to run the plan on a
+        device other than cuda:0 that no tensor argument names)."""
         leaves = list(leaves)
         dev = self._scalar_device
         for i, dtype in self._float_dtypes:
@@ -582,10 +588,9 @@ class Plan:
                 arrays[i] = arrays[i].copy()
             if type(t._data) is _ndarray:
                 t._data[...] = arr
-            elif is_implicit_seed(t._data):  # shared by every backward(): rebound, as eager is
-                t._data = arr
-            else:  # a device payload: copy on the device
-                t._data.buf.copy_to_device(arr.buf)
+            else:  # a device payload: copied into its memory (the engine's seed: rebound);
+                store(t, arr)  # its views are copies (but reshapes): they take the value
+                refresh_values(t)
             t._vc.value += tr.bumps[i] if tr.bumps else 1
         node = None
         if self.grad:

@@ -246,18 +246,49 @@ def live_views(root):
     return out
 
 
+def write_into(t, data):
+    """Write ``data`` into the memory of ``t``'s device payload (``_ng_write``: a CUDA
+    tensor's in-place result); False where ``t``'s payload takes no writes (traced)."""
+    write = getattr(t._data, "_ng_write", None)
+    return write is not None and write(data)
+
+
+def store(t, data):
+    """Make ``t`` hold the value ``data``: written into a device payload's memory, so that
+    what shares it outside numgrad (DLPack, ``__cuda_array_interface__``) sees it; a
+    traced payload, which shares no memory, is rebound."""
+    if not write_into(t, data):
+        t._data = data
+
+
+def refresh_values(root, views=None, skip=None):
+    """The live views of ``root`` (``views``: those of them already listed), but ``skip``,
+    take the value ``root`` holds now, their histories untouched: a traced view is
+    rebound, a device one (a copy, but for a reshape) written in its memory. Also what a
+    compiled call's write-back into a device input does for that input's views."""
+    from numgrad.grad_mode import no_grad
+    alias = Tensor._make(root._data)
+    with no_grad():
+        for v in live_views(root) if views is None else views:
+            if v is not skip and v._view_chain is not None:
+                store(v, replay(alias, v._view_chain)._data)
+
+
 def refresh_views(root, skip=None):
     """After an in-place op on ``root`` or one of its views, every other live view shows
     the new value and, as in PyTorch (which regenerates a view's grad_fn when its version
     moved on), takes its history from the root's new one. Eager views share storage, so
-    only their history changes; traced views are rebound to their new values too."""
+    only their history changes; traced views are rebound to their new values, and device
+    views (copies, but for reshapes) take them in their own memory (``store``)."""
     views = live_views(root)
     if not views:
         return
-    from numgrad.grad_mode import no_grad, set_grad_enabled
+    from numgrad.grad_mode import set_grad_enabled
     traced = is_traced(root)
     history = root.grad_fn is not None
-    if not traced and not history:
+    if not history:
+        if traced:
+            refresh_values(root, views, skip)
         return
     alias = Tensor._make(root._data, root.grad_fn, root._vc, root._output_nr)
     alias._requires_grad = root._requires_grad
@@ -266,12 +297,8 @@ def refresh_views(root, skip=None):
         for v in views:
             if v is skip or v._view_chain is None:
                 continue
-            if not history:
-                with no_grad():
-                    v._data = replay(alias, v._view_chain)._data
-                continue
             new = replay(alias, v._view_chain)
             if traced:
-                v._data = new._data
+                store(v, new._data)
             if new.grad_fn is not None:
                 v.grad_fn, v._output_nr, v._requires_grad = new.grad_fn, new._output_nr, True

@@ -354,7 +354,7 @@ def test_gradients_and_double_backward_through_a_traced_float():
     assert jf.stats.traces == 2
 
 
-def test_cuda_plans_take_the_float_as_a_device_scalar():
+def test_cuda_plans_take_the_float_by_value():
     from numgrad.compiler.backends.cuda import device as cuda_device
     if not (cuda_device.simulated() or cuda_device.available()):
         pytest.skip("neither a CUDA device nor Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")
@@ -370,7 +370,10 @@ def test_cuda_plans_take_the_float_as_a_device_scalar():
         _same(got, f(x, lr))
         _same(got, f(x.cpu(), lr))
     plan = list(jf._plans.values())[-1]
-    assert plan.weak == {1} and plan._scalar_device == ng.device("cuda", 0)
+    # The float stays a host number: the kernel takes it as a scalar argument.
+    assert plan.weak == {1} and plan._scalar_device is None
+    (lr,) = [v for v in plan.fwd_graph.inputs if v._ng_weak]
+    assert [st[1] for st in plan.fwd.cuda_steps if st[0] == "by_value"] == [{lr}]
     assert jf.stats.traces == 2
 
 

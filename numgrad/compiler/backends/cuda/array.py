@@ -74,6 +74,29 @@ class CudaArray:
             return sys.getrefcount(self.block) <= 2   # the attribute, the call's argument
         return sys.getrefcount(self.block) <= 3 and sys.getrefcount(buf) <= 3  # + ``buf``
 
+    def copy(self):
+        """A copy of the data in a block of its own (a device-to-device copy)."""
+        out = empty(self.shape, self.dtype, self._ng_device)
+        if self.size:
+            _device_copy(out, self)
+        return out
+
+    def _ng_write(self, src):
+        """Write ``src``, an in-place op's result, into this array's memory (a
+        device-to-device copy, queued like a kernel), so that whatever shares the memory
+        (an importer or exporter through DLPack or ``__cuda_array_interface__``, another
+        tensor on it) sees the new values. False, writing nothing, where ``src`` is not a
+        ``CudaArray`` of this size and dtype (a traced value: the caller rebinds), or
+        where this array is the autograd engine's implicit seed, which every
+        ``backward()`` shares and which stays 1 (the tensor holding it is rebound)."""
+        if type(src) is not CudaArray or src.dtype != self.dtype or src.size != self.size:
+            return False
+        if _is_seed(self):
+            return False
+        if self.size and src.ptr != self.ptr:
+            _device_copy(self, src)
+        return True
+
     @property
     def ndim(self):
         return len(self.shape)
@@ -133,6 +156,22 @@ def _cuda():
 
 def _index(dev):
     return dev.index or 0
+
+
+def _device_copy(dst, src):
+    """Copy ``src``'s data into ``dst``'s memory (same size and dtype) on the device: a
+    device-to-device copy on the default stream, after the kernels queued before it."""
+    index = _index(dst._ng_device)
+    if cuda_device.simulated() or index == 0:
+        dst.buf.copy_to_device(src.buf)
+    else:
+        with _cuda().gpus[index]:
+            dst.buf.copy_to_device(src.buf)
+
+
+def _is_seed(a):
+    from numgrad.autograd.engine import is_implicit_seed
+    return is_implicit_seed(a)
 
 
 def empty(shape, dtype, device):

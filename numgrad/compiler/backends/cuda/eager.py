@@ -48,8 +48,8 @@ class CudaEager:
         return data  # the same device memory
 
     def detached(self, tensor, out):
-        # In-place ops on device payloads rebind them (ops.inplace), so the alias is
-        # recorded as a view, which is how they reach each other.
+        # The alias shares the payload, so an in-place op on either writes the memory both
+        # read; it is recorded as a view too, as a traced alias is (ops.inplace).
         from numgrad.ops import views
         views.record(out, tensor, views.DETACH, {})
 

@@ -7,8 +7,9 @@ device, into a flat list of closures over integer slots: every buffer's size, dt
 rounded block size, every grid and block (from the plan's sizes, by the device's fixed
 rules), the matmul kernel's blocking for the plan's shape (``matmul_kernel.tiling``; a
 generic plan rendered them all), a cuBLAS step's call (``blas.prepare``), every scalar
-argument is fixed before the first call. A call fills the input slots, and each step
-takes its output blocks from the caching allocator (``allocator``) and launches.
+argument but a traced Python float's (``Value``) is fixed before the first call. A call
+fills the input slots (such a float's with its number), and each step takes its output
+blocks from the caching allocator (``allocator``) and launches.
 
 **The launch itself.** Numba-cuda's dispatcher, per launch, resolves the argument types,
 looks up the overload and packs each array into 7 kernel parameters in Python
@@ -18,7 +19,8 @@ between calls: after its first (ordinary, compiling) launch a ``Kernel`` takes t
 compiled overload's ``cuda.core`` kernel handle, builds the ``LaunchConfig`` and the
 parameter list once in the layout ``_prepare_args`` produces (meminfo, parent, nitems,
 itemsize, data, shape, stride per array; a ``ctypes`` value per scalar), and from then
-on writes the pointers into a copy of that list and calls ``cuda.core.launch`` directly.
+on writes the pointers (and a traced float's ``ctypes`` value) into a copy of that list
+and calls ``cuda.core.launch`` directly.
 Nothing synchronises the host: results stay on the device until read.
 
 Numba's simulator has no kernel handles: there every launch goes through the
@@ -68,26 +70,42 @@ def _handle(disp, grid, block):
 _CTYPES = {"int64": ctypes.c_int64, "float64": ctypes.c_double, "float32": ctypes.c_float}
 
 
+class Value:
+    """A by-value kernel argument that changes per call: the number in slot ``slot`` (a
+    traced Python float, ``renderer.by_value``), passed as ``type`` (a key of
+    ``_CTYPES``)."""
+    __slots__ = ("slot", "type")
+
+    def __init__(self, type, slot):
+        self.type, self.slot = type, slot
+
+
 class Kernel:
     """One launch of one rendered kernel: ``args`` are slots (ints: buffers of ``sizes``
-    elements) or ``(type, value)`` scalars (a type of ``_CTYPES``)."""
-    __slots__ = ("disp", "grid", "block", "args", "core", "template", "ptr_pos", "tried")
+    elements), ``(type, value)`` scalars fixed per plan (a type of ``_CTYPES``), or
+    ``Value`` scalars read from their slot per call."""
+    __slots__ = ("disp", "grid", "block", "args", "core", "template", "ptr_pos", "val_pos",
+                 "tried")
 
     def __init__(self, disp, grid, block, args, layouts):
         self.disp, self.grid, self.block, self.args = disp, grid, block, args
         self.core = None
         self.tried = False
-        # The parameter list _prepare_args would build, pointers left as 0.
-        template, ptr_pos = [], []
+        # The parameter list _prepare_args would build, pointers and per-call values left
+        # as 0: a call writes them into a copy (as it swaps pointers).
+        template, ptr_pos, val_pos = [], [], []
         for a, lay in zip(args, layouts):
             if type(a) is int:
                 n, itemsize = lay
                 template += [0, 0, n, itemsize]
                 ptr_pos.append((len(template), a))
                 template += [0, n, itemsize]
+            elif type(a) is Value:
+                val_pos.append((len(template), a.slot, _CTYPES[a.type]))
+                template.append(0)
             else:
                 template.append(_CTYPES[a[0]](a[1]))
-        self.template, self.ptr_pos = template, ptr_pos
+        self.template, self.ptr_pos, self.val_pos = template, ptr_pos, val_pos
 
     def __call__(self, env):
         core = self.core
@@ -95,13 +113,26 @@ class Kernel:
             params = self.template[:]
             for pos, slot in self.ptr_pos:
                 params[pos] = env[slot].ptr
+            for pos, slot, ctype in self.val_pos:
+                params[pos] = ctype(env[slot])
             _core_launch(core[2], core[1], core[0], *params)
             return
         self.disp[self.grid, self.block](
-            *[env[a].buf if type(a) is int else a[1] for a in self.args])
+            *[env[a].buf if type(a) is int else env[a.slot] if type(a) is Value else a[1]
+              for a in self.args])
         if not self.tried:
             self.tried = True
             self.core = _handle(self.disp, self.grid, self.block)
+
+
+def _number(a, dtype):
+    """The Python number a by-value input's payload holds (a 0-d host array, as a traced
+    float arrives; a one-element device array is read back)."""
+    if type(a) is np.ndarray and a.ndim == 0 and a.dtype == dtype:
+        return a.item()
+    if type(a) is cuda_array.CudaArray:
+        a = a._ng_host()
+    return np.asarray(a, dtype).reshape(-1)[0].item()
 
 
 def _blocks(n, launch):
@@ -137,7 +168,12 @@ class Prepared:
 
         consts = [(slot(v), a) for v, a in program._consts.items()]
         maps = {name: a for name, a in program._maps.items()}
-        self.in_slots = [(slot(v), v.dtype) for v in graph.inputs]
+        by_value = set()
+        for st in program.cuda_steps:
+            if st[0] == "by_value":
+                by_value |= st[1]
+        # Per input: its slot, dtype, and whether kernels take it by value (a number).
+        self.in_slots = [(slot(v), v.dtype, v in by_value) for v in graph.inputs]
         ops = []
 
         def kernel(name, grid, block, args, layouts, outs):
@@ -164,16 +200,20 @@ class Prepared:
         extra = len(graph.inputs) + 10 ** 6  # scratch slots, numbered apart from values
         for st in program.cuda_steps:
             kind = st[0]
+            if kind == "by_value":
+                continue
             if kind == "loop":
-                _, name, ins, outs, finals, n, reduces, values = st
+                _, name, ins, outs, finals, n, reduces, values, scalars = st
                 blocks = _blocks(n, launch)
                 parts = []
                 for _, r in finals:
                     extra += 1
                     parts.append((slot(("parts", extra)), (blocks,), r.dtype))
-                args = [slot(v) for v in ins] + [slot(v) for v in outs] + [p[0] for p in parts]
+                args = [slot(v) for v in ins] + [slot(v) for v in outs] + \
+                    [p[0] for p in parts] + [Value(np.dtype(v.dtype).name, slot(v))
+                                             for v in scalars]
                 layouts = [lay(v) for v in ins] + [lay(v) for v in outs] + \
-                    [(blocks, np.dtype(p[2]).itemsize) for p in parts]
+                    [(blocks, np.dtype(p[2]).itemsize) for p in parts] + [None] * len(scalars)
                 iargs, ilays = ints(values)
                 kernel(name, blocks, launch.threads, args + iargs, layouts + ilays,
                        [(slot(v), v.shape, v.dtype) for v in outs] + parts)
@@ -251,9 +291,12 @@ class Prepared:
     def __call__(self, arrays):
         env = self.template[:]
         CudaArray = cuda_array.CudaArray
-        for (s, dt), a in zip(self.in_slots, arrays):
-            env[s] = a if type(a) is CudaArray else cuda_array.to_device(
-                np.asarray(a, dt), self.device)
+        for (s, dt, number), a in zip(self.in_slots, arrays):
+            if number:
+                env[s] = _number(a, dt)
+            else:
+                env[s] = a if type(a) is CudaArray else cuda_array.to_device(
+                    np.asarray(a, dt), self.device)
         for op in self.ops:
             op(env)
         return [env[s] for s in self.out_slots]

@@ -31,7 +31,9 @@ the schedule's, and every scalar expression is the registry's ``scalar`` lowerin
 A static plan spells extents, strides and the graph's one-element constants as literals.
 A shape-generic one (``Schedule.generic``) takes them as by-value kernel arguments
 (``Values``), so its source is the same for every shape of its ranks and broadcast
-pattern; the steps carry this plan's values for the launch. Its matmuls render every
+pattern; the steps carry this plan's values for the launch. In either, a traced Python
+float (a ``{weak}`` 0-d input) that only loops read is a by-value argument too
+(``by_value``), whose value the launch writes per call. Its matmuls render every
 blocking of the kernel (the launch runs the one the plan's shape takes), or a cuBLAS
 comment that names no extent. Each kernel is declared with its signature and
 ``cache=True`` (``decorator``): compiled when its module is loaded, through the
@@ -212,10 +214,12 @@ class _Src:
 
 
 class Renderer:
-    """Renders kernels into one source; ``kernels`` lists (name, Numba signature)."""
+    """Renders kernels into one source; ``kernels`` lists (name, Numba signature);
+    ``by_value``: the graph's inputs kernels take as scalar arguments (``by_value``)."""
 
-    def __init__(self, sched, threads):
+    def __init__(self, sched, threads, by_value=frozenset()):
         self.graph = sched.graph  # (temporaries are new values of it)
+        self.by_value = by_value
         self.generic = sched.generic
         self.base = re.sub(r"\W", "_", f"{sched.name}_{sched.role}")  # "<lambda>": no name
         self.threads = threads
@@ -290,10 +294,12 @@ class Renderer:
         part = [r for r in L.body if isinstance(r, Reduce) and not r.full]
         ins, seen = [], set()
 
+        scalars = []  # inputs taken by value (a traced Python float): after the arrays
+
         def need(ref):
             if ref.kind in ("array", "scalar") and ref.var not in seen:
                 seen.add(ref.var)
-                ins.append(ref.var)
+                (scalars if ref.var in self.by_value else ins).append(ref.var)
         for ref in L.hoisted:
             need(ref)
         for st in L.body:
@@ -313,9 +319,9 @@ class Renderer:
                 red_src[id(r)] = t
         outs = stored + temps
         params = ([self.arg(v) for v in ins] + [self.arg(v) for v in outs]
-                  + [f"p{j}" for j in range(len(full))])
+                  + [f"p{j}" for j in range(len(full))] + [self.arg(v) for v in scalars])
         sig = ([_arr(v.dtype) for v in ins] + [_arr(v.dtype) for v in outs]
-               + [_arr(r.dtype) for r in full])
+               + [_arr(r.dtype) for r in full] + [np.dtype(v.dtype).name for v in scalars])
         s = self.src
         self._header(kname, params, sig)
         s(1, "i = cuda.grid(1)")
@@ -330,6 +336,8 @@ class Renderer:
         for ref in L.hoisted:
             if ref.kind == "literal":
                 env[ref.var] = constant(ref.var, ref.literal)
+            elif ref.var in self.by_value:
+                env[ref.var] = self.arg(ref.var)
             else:
                 env[ref.var] = f"h_{self.arg(ref.var)}"
                 s(1, f"{env[ref.var]} = {self.arg(ref.var)}[0]")
@@ -375,7 +383,7 @@ class Renderer:
         values = self._close(vals)
         finals = [(self.final(r, S), r) for r in full]
         reduces = [(self.reduce(r, S), r, red_src[id(r)]) for r in part]
-        return ("loop", kname, ins, outs, finals, n, reduces, values)
+        return ("loop", kname, ins, outs, finals, n, reduces, values, scalars)
 
     def final(self, r, S):
         """The last pass of a full reduction of a loop over ``S``: one block, each thread
@@ -498,10 +506,39 @@ HEADER = ("import math\nimport numpy as np\n"
           "from numgrad.compiler.backends.cuda.scalar import *  # noqa: F403\n")
 
 
+def by_value(sched):
+    """The inputs of ``sched``'s graph that its kernels take by value: traced Python floats
+    (``{weak}`` 0-d float inputs) that only loops read, as one-element values hoisted out
+    of the loop. The launch writes each call's number into the kernel's parameter, so a
+    call with a new float neither allocates nor copies. One a host step, a gather or a
+    matmul reads, an alias takes, or the graph returns, stays an array (uploaded per call)."""
+    graph = sched.graph
+    cands = {v for v in graph.inputs if getattr(v, "_ng_weak", False) and _size(v.shape) == 1
+             and np.dtype(v.dtype).name in ("float64", "float32")}
+    cands -= set(graph.outputs)
+    for step in sched.steps:
+        if not cands:
+            break
+        if isinstance(step, HostStep):
+            cands -= set(step.eqn.inputs)
+            continue
+        for b in step.body:
+            if isinstance(b, Alias):
+                cands.discard(b.src)
+            elif isinstance(b, Loop):
+                for st in b.body:
+                    for ref in [st.arg] if isinstance(st, Reduce) else st.args:
+                        if ref.kind == "array":
+                            cands.discard(ref.var)
+    return frozenset(cands)
+
+
 def render(sched, options=None):
-    """``(schedule, run steps, source)`` of ``sched``: nothing compiled or launched."""
-    r = Renderer(sched, cuda_device.THREADS)
-    steps = []
+    """``(schedule, run steps, source)`` of ``sched``: nothing compiled or launched. The
+    first step, ``("by_value", inputs)``, names the inputs taken by value (``by_value``)."""
+    values = by_value(sched)
+    r = Renderer(sched, cuda_device.THREADS, values)
+    steps = [("by_value", values)]
     folded = _transposes_into_matmuls(sched)
     for step in sched.steps:
         if isinstance(step, HostStep):

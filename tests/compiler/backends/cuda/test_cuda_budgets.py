@@ -173,3 +173,76 @@ def test_generic_kernels_take_extents_and_constants_by_value(monkeypatch):
     assert {12, 4} <= ints        # the loop's size, w's extent (and the partials' count)
     assert 0.25 in floats         # the graph's constant, passed by value
     assert "0.25" not in f.source(x, w) and "12" not in f.source(x, w)
+
+
+def _sgd_step(w, lr, g):
+    return w - lr * g
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_varying_float_is_passed_by_value(monkeypatch, dtype):
+    """``w - lr * g`` called with a new Python float each time: the float is traced as an
+    input (``compiler.plan_cache``), and the kernel takes it as a scalar argument, so a
+    steady-state call uploads nothing and allocates nothing from the driver; the results
+    are the CPU's bits (the float rounded to the tensors' dtype, as eager rounds it)."""
+    f = ng.jit(_sgd_step)
+    rng = np.random.default_rng(0)
+    wn, gn = rng.standard_normal(7).astype(dtype), rng.standard_normal(7).astype(dtype)
+    w, g = ng.tensor(wn, device="cuda"), ng.tensor(gn, device="cuda")
+    for lr in (0.5, 0.25, 0.125):  # the second value traces the float as an input
+        out = f(w, lr, g)           # (a loop's steady state: the last result alive)
+    assert f.stats.traces == 2
+    kernels = _kernels_of(f, (w, 0.125, g))
+    for lr in (0.1, 0.2, 0.3, 1e-3, -7.5):
+        with _counting(monkeypatch) as counts:
+            out = f(w, lr, g)
+        assert counts["copies"] == 0 and counts["device_mallocs"] == 0
+        assert counts["launches"] == kernels == 1
+        want = _sgd_step(ng.tensor(wn), lr, ng.tensor(gn)).numpy()
+        assert out.dtype == getattr(ng, dtype) and out.device.type == "cuda"
+        np.testing.assert_array_equal(out.cpu().numpy(), want)
+    assert f.stats.traces == 2
+
+
+def test_prepared_launches_write_each_calls_float(monkeypatch):
+    """On the direct launch path the float's parameter is swapped per call, as pointers
+    are: a ``c_double`` holding this call's value, where the kernel's array would be."""
+    import ctypes
+    launched = []
+    monkeypatch.setattr(launch, "_handle", lambda disp, grid, block: ("K", "CFG", "S"))
+    monkeypatch.setattr(launch, "_core_launch", lambda *a: launched.append(a))
+    f = ng.jit(_sgd_step)
+    w, g = ng.tensor(np.ones(4), device="cuda"), ng.tensor(np.arange(4.0), device="cuda")
+    f(w, 0.5, g)
+    f(w, 0.25, g)   # traced with the float as an input; its first launch: the dispatcher
+    assert launched == []
+    for lr in (0.1, -2.0, 0.1):
+        f(w, lr, g)
+    assert len(launched) == 3
+    for (_, _, _, *params), lr in zip(launched, (0.1, -2.0, 0.1)):
+        floats = [p for p in params if type(p) is ctypes.c_double]
+        assert [p.value for p in floats] == [lr]
+        assert w._data.ptr in params and g._data.ptr in params
+
+
+def _kernels_of(fn, args):
+    plan, _ = fn._plan(args, {})
+    return sum(p.kernels for p in plan.programs)
+
+
+def test_an_eager_inplace_op_is_one_launch_and_one_device_copy(monkeypatch):
+    """``y.add_(x)`` on CUDA tensors: computed out of place (one launch, a block from the
+    cache), then copied into ``y``'s own memory (one device-to-device copy); nothing comes
+    from the driver, and ``y`` keeps its buffer."""
+    x, y = ng.tensor(X, device="cuda"), ng.tensor(2 * X, device="cuda")
+    address = y._data.ptr
+    want = 2 * X
+    for _ in range(2):
+        y.add_(x)
+        want = want + X
+    with _counting(monkeypatch) as counts:
+        y.add_(x)
+    want = want + X
+    assert counts == {"launches": 1, "copies": 1, "device_mallocs": 0}
+    assert y._data.ptr == address and y._version == 3
+    np.testing.assert_array_equal(y.cpu().numpy(), want)

@@ -228,3 +228,34 @@ def test_inplace_after_a_cuda_plan_saved_it_raises_as_torch():
     h.add_(1)
     with pytest.raises(RuntimeError, match=r"numgrad\.cuda\.FloatTensor \[4\]\].*version 1"):
         y.backward()
+
+
+# PyTorch's engine (validate_outputs) on a root gradient on the wrong device.
+WRONG_DEVICE = "invalid gradient at index {} - expected device {} but got {}"
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("out_dev, g_dev", [("cuda:0", "cpu"), ("cpu", "cuda:0")])
+def test_a_gradient_on_another_device_raises_pytorchs_error(compiled, out_dev, g_dev):
+    def f(t):
+        return t * 2.0, (t * t).sum()
+    fn = ng.jit(f) if compiled else f
+    x = ng.tensor(A, device=out_dev, requires_grad=True)
+    y, s = fn(x)
+    assert (y.grad_fn.name() == "CompiledFunctionBackward") == compiled
+    g = ng.ones(5, dtype=ng.float64, device=g_dev)
+    with pytest.raises(RuntimeError) as info:
+        y.backward(g, retain_graph=True)
+    assert str(info.value) == WRONG_DEVICE.format(0, out_dev, g_dev)
+    with pytest.raises(RuntimeError) as info:
+        ng.autograd.grad(y, x, grad_outputs=g, retain_graph=True)
+    assert str(info.value) == WRONG_DEVICE.format(0, out_dev, g_dev)
+    with pytest.raises(RuntimeError) as info:
+        ng.autograd.grad([s, y], x, grad_outputs=[ng.ones((), device=out_dev), g],
+                         retain_graph=True)
+    assert str(info.value) == WRONG_DEVICE.format(1, out_dev, g_dev)
+    assert x.grad is None
+    # A 0-d gradient is moved to its output's device, as PyTorch's engine moves it.
+    s.backward(ng.tensor(3.0, dtype=ng.float64, device=g_dev))
+    assert x.grad.device == ng.device(out_dev)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 6 * A, rtol=1e-15)

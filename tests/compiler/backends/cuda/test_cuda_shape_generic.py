@@ -40,27 +40,27 @@ def _check(args, shapes, seed):
 def test_three_shapes_compile_two_programs_and_agree_with_the_cpu():
     f = ng.jit(generic_case)
     sources, modules, joints = [], [], []
-    # stats.compiles counts the static plan, the generic one, and the generic plan's joint
-    # program (a compile made after the build, at the first loss(x).backward() it serves);
-    # the third shape reuses all of them.
-    want = {0: (1, 1), 1: (2, 3), 2: (3, 3)}
+    joint_compiles = 0   # (stats.compiles counts the one-pass program's compiles too)
     for k, shapes in enumerate(GENERIC_SHAPES):
         args = generic_args(shapes, "cuda", seed=k)
         out = f(*args)
         out.backward()    # the ordinary backward, seeded with 1: arms the speculation
         np.testing.assert_allclose(out.item(), _check(args, shapes, k), rtol=1e-12)
-        assert f.stats.compiles == want[k][0] and f.stats.traces == k + 1
+        assert f.stats.compiles - joint_compiles == min(k + 1, 2)
+        assert f.stats.traces == k + 1
         plan = f._plan(tuple(args), {})[0]
         sources.append(plan.source())
         modules.append([p.module for p in plan.programs])
         if k:   # loss(x).backward() again: the joint program, generic as well
             for a in args:
                 a.grad = None
+            before = f.stats.compiles
             f(*args).backward()
+            joint_compiles += f.stats.compiles - before
             assert plan.spec.joint is not None
-            assert f.stats.compiles == want[k][1]
             joints.append(plan.spec.joint)
             _check(args, shapes, k)
+    assert joint_compiles == 1    # compiled for the second shape, reused by the third
     static, generic, later = sources
     bound = re.compile(r"while [io] < (?!1:)\d+:")   # a loop bounded by a literal extent
     assert bound.search(static) and "n0_1" not in static and "c_v" not in static
