@@ -427,6 +427,10 @@ def run_tensor_hooks(node, nr, g, bypass=False):
     """
     hooks = Node._hooks_for(node, nr) if bypass else node._hooks_for(nr)
     if hooks:
+        if type(g._data) is np.ndarray and is_implicit_seed(g._data):
+            # A hook may write its gradient in place (``g.mul_(3)``), as PyTorch allows: the
+            # shared, read-only host seed is handed out as a copy of its own.
+            g = Tensor._make(g._data.copy())
         for hook in list(hooks.values()):
             r = hook(g)
             if r is not None:

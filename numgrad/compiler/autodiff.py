@@ -46,6 +46,7 @@ class Traced:
     probed: set = field(default_factory=set)         # backward slots whose hooks run inside
     captures: list = field(default_factory=list)     # tensors lifted from outside the arguments
     #                                                  (inputs after the arguments' tensors)
+    device_constants: list = field(default_factory=list)  # tensors made on a device inside
     constants: list = field(default_factory=list)    # (tensor, version) baked in as constants
     grad_reads: list = field(default_factory=list)   # (owner, .grad tensor) read while tracing
     executed: object = None                          # code objects that ran (None: unknown)
@@ -153,6 +154,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozen
                   cotangent_of=cot_of, writebacks=writebacks, leaf_hooks=leaf_hooks,
                   aliases=aliases, n_visible=n_visible, hidden=hidden, out_fn_names=out_names,
                   bumps=bumps, probed=probed, captures=list(tracer.captures),
+                  device_constants=list(tracer.device_constants),
                   constants=constants, grad_reads=list(tracer.grad_reads),
                   executed=watch.executed)
 

@@ -127,8 +127,9 @@ STAGES = tuple(stage.__name__ for stage in (trace, autodiff, passes, schedule, r
 # ------------------------------------------------------------------ the driver
 def compile_graph(graph, backend, options):
     """One graph -> a Program: schedule, render, build, load."""
+    from numgrad.compiler.passes.own_outputs import own_outputs
     options = Options.of(options)
-    sched = schedule(graph, backend, options)
+    sched = schedule(own_outputs(graph), backend, options)
     return load(build(render(sched, backend, options), backend, options), backend, options)
 
 
@@ -138,7 +139,8 @@ def lower(fn, args, kwargs, *, grad_mode, remat, options, backend_for, weak=froz
     function captured (their device chooses it too); ``weak``: see ``trace``."""
     options = Options.of(options)
     traced, guard = trace(fn, args, kwargs, grad_mode, options.name, weak)
-    backend = backend_for(traced.captures)
+    # Tensors the function made on a device count as where its values live, as captures do.
+    backend = backend_for(traced.captures + traced.device_constants)
     grad = any(v is not None for v in traced.grads)
     fwd, bwd, n_saved = autodiff(traced, grad, remat, [v for _, v in traced.writebacks])
     fwd_graph, bwd_graph = passes(fwd), passes(bwd)

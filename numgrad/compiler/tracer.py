@@ -58,6 +58,7 @@ class Tracer:
         self._lifted = {}       # id(captured tensor) -> its traced stand-in
         self.constants = {}     # id -> concrete tensors read as constants (version-guarded)
         self.grad_reads = []    # (owner, grad tensor) for `.grad` read while tracing
+        self.device_constants = []  # tensors made on a device inside the function
 
     # ------------------------------------------------------- captures
     def __enter__(self):
@@ -118,8 +119,14 @@ class Tracer:
                     f"{where_in_user_code()}; return tensors from jitted functions instead of "
                     "storing them in globals")
             return d
-        a = np.asarray(d)
+        # A device payload (a CUDA tensor made inside the function) is baked in by value:
+        # a graph's constants are host arrays, which each backend places itself.
+        host = getattr(d, "_ng_host", None)
+        a = np.asarray(d) if host is None else host()
         v = self._const_of.get(id(d))
+        if v is None and host is not None:  # its device takes part in choosing the backend
+            from numgrad.tensor import Tensor
+            self.device_constants.append(Tensor._make(d))
         if v is None and any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
             # A broadcast constant (ones(()) expanded by a vjp): keep the small base and
             # record the expand, so kernels read one value instead of a big array. (A

@@ -8,7 +8,9 @@
 | dce   | drops equations nothing reads (hooks are kept: they have side effects) |
 
 Fusion is planned after these, by ``compiler.schedule`` (which also runs
-``detach_copies``, a rewrite of what kernels run, not of what ``trace()`` shows).
+``detach_copies``, a rewrite of what kernels run, not of what ``trace()`` shows);
+``pipeline.compile_graph`` first runs ``own_outputs``, so that no program hands out one
+of its constants.
 Set ``NUMGRAD_DEBUG_PASSES=1`` to print the graph after each pass.
 """
 from __future__ import annotations
