@@ -39,6 +39,8 @@ import weakref
 
 import numpy as np
 
+from numgrad.compiler.backends.cuda import array as cuda_array
+
 KDL_CUDA, KDL_CUDA_MANAGED = 2, 13
 READ_ONLY, IS_COPIED = 1, 2          # DLPACK_FLAG_BITMASK_*
 VERSION = (1, 0)                     # of the versioned structs this module writes
@@ -137,7 +139,7 @@ def export(arr, index, *, versioned, stream=None, copied=False):
     wait_for_numgrad(stream, index)
     ndim = len(arr.shape)
     shape = (ctypes.c_int64 * max(ndim, 1))(*arr.shape)
-    strides = (ctypes.c_int64 * max(ndim, 1))(*_c_strides(arr.shape))
+    strides = (ctypes.c_int64 * max(ndim, 1))(*cuda_array.c_strides(arr.shape, 1))
     managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
     t = managed.dl_tensor
     t.data = arr.__cuda_array_interface__["data"][0] or None
@@ -181,14 +183,6 @@ def wait_for_numgrad(stream, index):
         done.wait(theirs)
 
 
-def _c_strides(shape):
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= s
-    return tuple(reversed(out))
-
-
 # ------------------------------------------------------------------------------ import
 class _Imported:
     """Holds memory a DLPack producer lent: the producer's deleter runs when the numgrad
@@ -197,8 +191,6 @@ class _Imported:
 
 def import_capsule(obj):
     """``(CudaArray, read_only)`` sharing the memory of ``obj``'s CUDA DLPack capsule."""
-    from numgrad.compiler.backends.cuda import array as cuda_array
-
     cap = _ask(obj)
     versioned = type(cap).__name__ == "PyCapsule" and bool(_is_valid(cap, NAME_V))
     if not versioned and not (type(cap).__name__ == "PyCapsule" and _is_valid(cap, NAME)):
