@@ -162,11 +162,13 @@ def export(arr, index, *, versioned, stream=None, copied=False):
 def wait_for_numgrad(stream, index):
     """Make the consumer's ``stream`` (the DLPack ``stream`` argument) wait for the work
     numgrad queued on the legacy default stream so far."""
-    if stream is None or stream == -1 or stream == 1:
-        return          # no synchronisation asked, or the legacy default stream itself
-    if isinstance(stream, bool) or not isinstance(stream, int):
+    if stream is None:
+        return
+    if isinstance(stream, bool) or not isinstance(stream, int):  # (True == 1: test first)
         raise TypeError(f"__dlpack__(): stream must be None or an int for a CUDA tensor, "
                         f"got {type(stream).__name__}")
+    if stream == -1 or stream == 1:
+        return          # no synchronisation asked, or the legacy default stream itself
     if stream == 0 or stream < -1:
         raise ValueError(f"__dlpack__(): stream={stream} is not a CUDA stream DLPack allows "
                          "(0 is ambiguous): pass 1 for the legacy default stream, 2 for the "
