@@ -163,11 +163,11 @@ os.environ["NUMGRAD_GPU_CHECK_SHIM"] = "1"
 # beside cuBLAS) and ~20 s (W4) as NVVM + ptxas took for them on a 2-vCPU box, its
 # warm children ~5 s, JAX ~6 s a workload, torch.compile 10-30 s a case (5 cases);
 # torch's compiles are the uncertain part, and the deadline stops what would not fit.
+COMPILING = {"W2": 90, "W3": 60, "W4": 60}   # timeouts of the children that compile most
 PLAN = [("numgrad", "copy", 30), ("torch", "copy", 30)] + [
     entry for w in ("W1", "W2", "W3", "W4")
-    for entry in [("numgrad", w, {"W2": 90, "W3": 60, "W4": 60}.get(w, 45)),
-                  ("numgrad", w, 45, "--warm-cache"),
-                  ("jax", w, 45), ("torch", w, {"W2": 90, "W3": 60, "W4": 60}.get(w, 45))]]
+    for entry in [("numgrad", w, COMPILING.get(w, 45)), ("numgrad", w, 45, "--warm-cache"),
+                  ("jax", w, 45), ("torch", w, COMPILING.get(w, 45))]]
 
 
 def _installed(system):

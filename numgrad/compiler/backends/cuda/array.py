@@ -78,7 +78,7 @@ class CudaArray:
         """A copy of the data in a block of its own (a device-to-device copy)."""
         out = empty(self.shape, self.dtype, self._ng_device)
         if self.size:
-            _device_copy(out, self)
+            _copy_into(out, self.buf)
         return out
 
     def _ng_write(self, src):
@@ -94,7 +94,7 @@ class CudaArray:
         if _is_seed(self):
             return False
         if self.size and src.ptr != self.ptr:
-            _device_copy(self, src)
+            _copy_into(self, src.buf)
         return True
 
     @property
@@ -158,15 +158,16 @@ def _index(dev):
     return dev.index or 0
 
 
-def _device_copy(dst, src):
-    """Copy ``src``'s data into ``dst``'s memory (same size and dtype) on the device: a
-    device-to-device copy on the default stream, after the kernels queued before it."""
+def _copy_into(dst, data):
+    """Copy ``data`` (a device array, or a flat NumPy array: same size and dtype) into
+    ``dst``'s memory, with ``dst``'s device current: on the default stream, after the
+    kernels queued before it."""
     index = _index(dst._ng_device)
     if cuda_device.simulated() or index == 0:
-        dst.buf.copy_to_device(src.buf)
+        dst.buf.copy_to_device(data)
     else:
         with _cuda().gpus[index]:
-            dst.buf.copy_to_device(src.buf)
+            dst.buf.copy_to_device(data)
 
 
 def _is_seed(a):
@@ -206,11 +207,7 @@ def to_device(a, device):
                         f"{a.dtype}")
     flat = a.reshape(-1) if a.size else np.zeros(1, a.dtype)
     out = empty(a.shape, a.dtype, _device("cuda", index))
-    if cuda_device.simulated() or index == 0:
-        out.buf.copy_to_device(flat)
-    else:
-        with _cuda().gpus[index]:
-            out.buf.copy_to_device(flat)
+    _copy_into(out, flat)
     return out
 
 
@@ -222,7 +219,7 @@ def from_interface(obj):
     if dtype.name not in _KINDS:
         raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64 or bool, not {dtype}")
     strides = cai.get("strides")
-    if strides is not None and tuple(strides) != _c_strides(shape, dtype.itemsize):
+    if strides is not None and tuple(strides) != c_strides(shape, dtype.itemsize):
         raise ValueError("numgrad wraps C-contiguous CUDA arrays only; make the array "
                          "contiguous first (x.contiguous() / cupy.ascontiguousarray)")
     return from_pointer(cai["data"][0], shape, dtype, 0, obj, cai.get("stream"))
@@ -258,7 +255,8 @@ def from_pointer(ptr, shape, dtype, index, owner, stream=None):
     return CudaArray(buf, shape, dtype, _device("cuda", index), owner=owner)
 
 
-def _c_strides(shape, itemsize):
+def c_strides(shape, itemsize):
+    """C-order strides of ``shape``, in units of ``itemsize`` (bytes, or 1: elements)."""
     out, acc = [], itemsize
     for s in reversed(shape):
         out.append(acc)

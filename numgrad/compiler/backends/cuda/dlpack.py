@@ -39,6 +39,8 @@ import weakref
 
 import numpy as np
 
+from numgrad.compiler.backends.cuda import array as cuda_array
+
 KDL_CUDA, KDL_CUDA_MANAGED = 2, 13
 READ_ONLY, IS_COPIED = 1, 2          # DLPACK_FLAG_BITMASK_*
 VERSION = (1, 0)                     # of the versioned structs this module writes
@@ -137,7 +139,7 @@ def export(arr, index, *, versioned, stream=None, copied=False):
     wait_for_numgrad(stream, index)
     ndim = len(arr.shape)
     shape = (ctypes.c_int64 * max(ndim, 1))(*arr.shape)
-    strides = (ctypes.c_int64 * max(ndim, 1))(*_c_strides(arr.shape))
+    strides = (ctypes.c_int64 * max(ndim, 1))(*cuda_array.c_strides(arr.shape, 1))
     managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
     t = managed.dl_tensor
     t.data = arr.__cuda_array_interface__["data"][0] or None
@@ -160,11 +162,13 @@ def export(arr, index, *, versioned, stream=None, copied=False):
 def wait_for_numgrad(stream, index):
     """Make the consumer's ``stream`` (the DLPack ``stream`` argument) wait for the work
     numgrad queued on the legacy default stream so far."""
-    if stream is None or stream == -1 or stream == 1:
-        return          # no synchronisation asked, or the legacy default stream itself
-    if isinstance(stream, bool) or not isinstance(stream, int):
+    if stream is None:
+        return
+    if isinstance(stream, bool) or not isinstance(stream, int):  # (True == 1: test first)
         raise TypeError(f"__dlpack__(): stream must be None or an int for a CUDA tensor, "
                         f"got {type(stream).__name__}")
+    if stream == -1 or stream == 1:
+        return          # no synchronisation asked, or the legacy default stream itself
     if stream == 0 or stream < -1:
         raise ValueError(f"__dlpack__(): stream={stream} is not a CUDA stream DLPack allows "
                          "(0 is ambiguous): pass 1 for the legacy default stream, 2 for the "
@@ -181,14 +185,6 @@ def wait_for_numgrad(stream, index):
         done.wait(theirs)
 
 
-def _c_strides(shape):
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= s
-    return tuple(reversed(out))
-
-
 # ------------------------------------------------------------------------------ import
 class _Imported:
     """Holds memory a DLPack producer lent: the producer's deleter runs when the numgrad
@@ -197,8 +193,6 @@ class _Imported:
 
 def import_capsule(obj):
     """``(CudaArray, read_only)`` sharing the memory of ``obj``'s CUDA DLPack capsule."""
-    from numgrad.compiler.backends.cuda import array as cuda_array
-
     cap = _ask(obj)
     versioned = type(cap).__name__ == "PyCapsule" and bool(_is_valid(cap, NAME_V))
     if not versioned and not (type(cap).__name__ == "PyCapsule" and _is_valid(cap, NAME)):

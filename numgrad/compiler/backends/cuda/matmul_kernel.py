@@ -175,38 +175,34 @@ def kernel_lines(dtype, dims, ta, tb, til, spell=None):
     s(1, "z = cuda.blockIdx.z")
     s(1, f"oa = {f'z * {spell((1, 2))}' if bx else '0'}")
     s(1, f"ob = {f'z * {spell((2, 3))}' if by else '0'}")
-    # Each thread's place in the tile loads: ``fast`` along the stored rows (coalesced),
-    # ``slow`` across them, advancing by nt // (fast extent) per pass.
-    fa = bm if ta else bk
-    fb = bk if tb else bn
-    s(1, f"fa = tid % {fa}")
-    s(1, f"qa = tid // {fa}")
-    s(1, f"fb = tid % {fb}")
-    s(1, f"qb = tid // {fb}")
+    # The two tile loads are one pattern: per operand, its name, the extent of C its tile
+    # spans (rows of A, columns of B), the tile's width and first index, whether its
+    # stored rows run along K (A stored (m, k), B stored (n, k)), and the name of its
+    # index across K. Each thread's place in a load: ``f`` along the stored rows
+    # (coalesced), ``q`` across them, advancing by nt // (fast extent) per pass.
+    operands = (("a", m, bm, "row0", not ta, "ra"), ("b", n, bn, "col0", tb, "cb"))
+    for x, _, width, _, along_k, _ in operands:
+        fast = bk if along_k else width
+        s(1, f"f{x} = tid % {fast}")
+        s(1, f"q{x} = tid // {fast}")
     for i in range(tm):
         for j in range(tn):
             s(1, f"c{i}_{j} = {zero}")
     s(1, f"for t0 in range(0, {k}, {bk}):")
-    for p in range(bm * bk // nt):
-        q = f"qa + {p * (nt // fa)}"
-        if ta:   # A stored (k, m): row t0 + q of the storage, column row0 + fa
-            s(2, f"ka = t0 + {q}")
-            s(2, f"sa[{u(f'({q}) * {sa} + fa')}] = a[{u(f'oa + ka * {m} + row0 + fa')}] "
-                 f"if ka < {k} and row0 + fa < {m} else {zero}")
-        else:    # A stored (m, k): row row0 + q, column t0 + fa
-            s(2, f"ra = row0 + {q}")
-            s(2, f"sa[{u(f'fa * {sa} + {q}')}] = a[{u(f'oa + ra * {k} + t0 + fa')}] "
-                 f"if ra < {m} and t0 + fa < {k} else {zero}")
-    for p in range(bn * bk // nt):
-        q = f"qb + {p * (nt // fb)}"
-        if tb:   # B stored (n, k): row col0 + q, column t0 + fb
-            s(2, f"cb = col0 + {q}")
-            s(2, f"sb[{u(f'fb * {sb} + {q}')}] = b[{u(f'ob + cb * {k} + t0 + fb')}] "
-                 f"if cb < {n} and t0 + fb < {k} else {zero}")
-        else:    # B stored (k, n): row t0 + q, column col0 + fb
-            s(2, f"kb = t0 + {q}")
-            s(2, f"sb[{u(f'({q}) * {sb} + fb')}] = b[{u(f'ob + kb * {n} + col0 + fb')}] "
-                 f"if kb < {k} and col0 + fb < {n} else {zero}")
+    for x, ext, width, first, along_k, across in operands:
+        fast, row = (bk if along_k else width), width + 1   # row: sa or sb, padded
+        f, o = f"f{x}", f"o{x}"
+        for p in range(width * bk // nt):
+            q = f"q{x} + {p * (nt // fast)}"
+            if along_k:   # storage row first + q, column t0 + f
+                s(2, f"{across} = {first} + {q}")
+                at, src = f"{f} * {row} + {q}", f"{o} + {across} * {k} + t0 + {f}"
+                inside = f"{across} < {ext} and t0 + {f} < {k}"
+            else:         # storage row t0 + q, column first + f
+                s(2, f"k{x} = t0 + {q}")
+                at, src = f"({q}) * {row} + {f}", f"{o} + k{x} * {ext} + {first} + {f}"
+                inside = f"k{x} < {k} and {first} + {f} < {ext}"
+            s(2, f"s{x}[{u(at)}] = {x}[{u(src)}] if {inside} else {zero}")
     s(2, "cuda.syncthreads()")
     s(2, f"for kk in range(0, {bk}, {UNROLL}):")
     s(3, f"pa = kk * {sa} + ty")

@@ -534,8 +534,9 @@ def by_value(sched):
 
 
 def render(sched, options=None):
-    """``(schedule, run steps, source)`` of ``sched``: nothing compiled or launched. The
-    first step, ``("by_value", inputs)``, names the inputs taken by value (``by_value``)."""
+    """``(schedule, run steps, source, kernel names)`` of ``sched``: nothing compiled or
+    launched. The first step, ``("by_value", inputs)``, names the inputs taken by value
+    (``by_value``)."""
     values = by_value(sched)
     r = Renderer(sched, cuda_device.THREADS, values)
     steps = [("by_value", values)]

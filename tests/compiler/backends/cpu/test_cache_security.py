@@ -11,16 +11,15 @@ the child runs without CAP_DAC_OVERRIDE, via ``setpriv``, so file modes bind it)
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import os
-import pickle
 import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from cache_attacks import forge_manifest, plant_index
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 4))
 
@@ -105,35 +104,8 @@ def _nbi(d):
     return p
 
 
-class Payload:
-    """Unpickling this creates the marker file (as a planted pickle would run code)."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return (exec, (f"open({self.marker!r}, 'w').close()",))
-
-
 def _plant_index(d, marker):
-    import numba
-    path = _nbi(d)
-    with open(path, "wb") as f:  # Numba's index format: its version, then the pickle
-        pickle.dump(numba.__version__, f, protocol=-1)
-        f.write(pickle.dumps(Payload(marker)))
-    return path
-
-
-def _forge_manifest(d, path):
-    """What someone who can write the directory could do: vouch for their own file."""
-    name = os.path.basename(path).split(".", 1)[0]
-    man = os.path.join(str(d), name + ".manifest")
-    with open(man) as f:
-        body = json.load(f)
-    with open(path, "rb") as f:
-        body["files"][os.path.basename(path)] = hashlib.sha256(f.read()).hexdigest()
-    with open(man, "w") as f:
-        json.dump(body, f)
+    return plant_index(_nbi(d), marker)
 
 
 def test_the_payload_is_live_when_its_owner_vouches_for_it(cache, tmp_path):
@@ -141,7 +113,7 @@ def test_the_payload_is_live_when_its_owner_vouches_for_it(cache, tmp_path):
     unpickled (the trust boundary is the directory's owner), so the tests below would
     see the marker if numgrad unpickled what they plant."""
     marker = tmp_path / "ran"
-    _forge_manifest(cache, _plant_index(cache, marker))
+    forge_manifest(cache, _plant_index(cache, marker))
     run(cache)
     assert marker.exists()
 
@@ -189,7 +161,7 @@ def test_a_directory_others_can_write_is_refused(cache, tmp_path, how):
     if how == "other_owner" and os.geteuid() != 0:
         pytest.skip("needs root to chown the cache to another user")
     marker = tmp_path / "ran"
-    _forge_manifest(cache, _plant_index(cache, marker))
+    forge_manifest(cache, _plant_index(cache, marker))
     if how == "group_writable":
         os.chmod(cache, 0o770)
         why = "writable by group"

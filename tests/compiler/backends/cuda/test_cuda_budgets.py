@@ -60,9 +60,18 @@ def _counting(monkeypatch, launched=None):
     counts["device_mallocs"] += ng.cuda.memory_stats()["device_mallocs"] - before
 
 
-def _kernels(fn, x):
-    plan, _ = fn._plan((x,), {})
+def _kernels(fn, *args):
+    plan, _ = fn._plan(args, {})
     return sum(p.kernels for p in plan.programs)
+
+
+def _direct_launches(monkeypatch):
+    """The list each launch on the direct path (what a real GPU runs after a kernel's first
+    launch: ``cuda.core.launch``, stood in for here) appends its arguments to."""
+    launched = []
+    monkeypatch.setattr(launch, "_handle", lambda disp, grid, block: ("K", "CFG", "S"))
+    monkeypatch.setattr(launch, "_core_launch", lambda *a: launched.append(a))
+    return launched
 
 
 def test_w1_steady_state_call_meets_the_budgets(monkeypatch):
@@ -116,9 +125,7 @@ def test_prepared_launches_pass_each_buffers_pointer(monkeypatch):
     parameter list is numba-cuda's layout for a 1-D C-contiguous array (meminfo, parent,
     nitems, itemsize, data, shape, stride), with the data pointers of this call's
     buffers; no launch goes through the dispatcher any more."""
-    launched = []
-    monkeypatch.setattr(launch, "_handle", lambda disp, grid, block: ("K", "CFG", "S"))
-    monkeypatch.setattr(launch, "_core_launch", lambda *a: launched.append(a))
+    launched = _direct_launches(monkeypatch)
 
     def w1b(x):
         return (x ** 2 + x ** 3).sum()
@@ -153,9 +160,7 @@ def test_generic_kernels_take_extents_and_constants_by_value(monkeypatch):
     constants are laid out once as numba-cuda passes them (``int64`` as ``c_int64``,
     ``float64`` as ``c_double``), with this plan's values; the results are right."""
     import ctypes
-    launched = []
-    monkeypatch.setattr(launch, "_handle", lambda disp, grid, block: ("K", "CFG", "S"))
-    monkeypatch.setattr(launch, "_core_launch", lambda *a: launched.append(a))
+    launched = _direct_launches(monkeypatch)
 
     def gen(x, w):
         return (x * 0.25 + w).mean()
@@ -192,7 +197,7 @@ def test_a_varying_float_is_passed_by_value(monkeypatch, dtype):
     for lr in (0.5, 0.25, 0.125):  # the second value traces the float as an input
         out = f(w, lr, g)           # (a loop's steady state: the last result alive)
     assert f.stats.traces == 2
-    kernels = _kernels_of(f, (w, 0.125, g))
+    kernels = _kernels(f, w, 0.125, g)
     for lr in (0.1, 0.2, 0.3, 1e-3, -7.5):
         with _counting(monkeypatch) as counts:
             out = f(w, lr, g)
@@ -208,9 +213,7 @@ def test_prepared_launches_write_each_calls_float(monkeypatch):
     """On the direct launch path the float's parameter is swapped per call, as pointers
     are: a ``c_double`` holding this call's value, where the kernel's array would be."""
     import ctypes
-    launched = []
-    monkeypatch.setattr(launch, "_handle", lambda disp, grid, block: ("K", "CFG", "S"))
-    monkeypatch.setattr(launch, "_core_launch", lambda *a: launched.append(a))
+    launched = _direct_launches(monkeypatch)
     f = ng.jit(_sgd_step)
     w, g = ng.tensor(np.ones(4), device="cuda"), ng.tensor(np.arange(4.0), device="cuda")
     f(w, 0.5, g)
@@ -223,11 +226,6 @@ def test_prepared_launches_write_each_calls_float(monkeypatch):
         floats = [p for p in params if type(p) is ctypes.c_double]
         assert [p.value for p in floats] == [lr]
         assert w._data.ptr in params and g._data.ptr in params
-
-
-def _kernels_of(fn, args):
-    plan, _ = fn._plan(args, {})
-    return sum(p.kernels for p in plan.programs)
 
 
 def test_an_eager_inplace_op_is_one_launch_and_one_device_copy(monkeypatch):

@@ -19,13 +19,13 @@ import glob
 import hashlib
 import json
 import os
-import pickle
 import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from cache_attacks import forge_manifest, plant_data, plant_index
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 4))
 
@@ -160,16 +160,6 @@ def test_cache_false_writes_nothing(tmp_path):
 
 
 # ------------------------------------------------------ numba-cuda's own files
-class Payload:
-    """Unpickling this creates the marker file (as a planted pickle would run code)."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return (exec, (f"open({self.marker!r}, 'w').close()",))
-
-
 @pytest.fixture(scope="module")
 def warm_numba(tmp_path_factory):
     d = tmp_path_factory.mktemp("cuda-numba-files") / "cache"
@@ -199,28 +189,11 @@ def test_numba_cuda_files_are_verified_then_loaded(warm_numba, tmp_path):
 
 
 def _plant_index(d, marker):
-    import numba
-    path = _numba_file(d, ".nbi")
-    with open(path, "wb") as f:  # numba-cuda's index format: Numba's version, then a pickle
-        pickle.dump(numba.__version__, f, protocol=-1)
-        f.write(pickle.dumps(Payload(marker)))
-    return path
+    return plant_index(_numba_file(d, ".nbi"), marker)
 
 
 def _plant_data(d, marker):
-    path = _numba_file(d, ".nbc")
-    with open(path, "wb") as f:
-        f.write(pickle.dumps(Payload(marker)))
-    return path
-
-
-def _forge_manifest(d, path):
-    (man,) = glob.glob(os.path.join(str(d), "numgrad_kernels_cuda_*.manifest"))
-    body = json.loads(_text(man))
-    with open(path, "rb") as f:
-        body["files"][os.path.basename(path)] = hashlib.sha256(f.read()).hexdigest()
-    with open(man, "w") as f:
-        json.dump(body, f)
+    return plant_data(_numba_file(d, ".nbc"), marker)
 
 
 @pytest.mark.parametrize("plant", [_plant_index, _plant_data])
@@ -230,7 +203,7 @@ def test_a_vouched_for_payload_is_live(warm_numba, tmp_path, plant):
     copy = tmp_path / "cache"
     shutil.copytree(warm_numba, copy)
     marker = tmp_path / "ran"
-    _forge_manifest(copy, plant(copy, marker))
+    forge_manifest(copy, plant(copy, marker))
     _run(NUMBA_FILES, copy, simulator=False)
     assert marker.exists()
 

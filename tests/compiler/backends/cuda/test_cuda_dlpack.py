@@ -169,8 +169,9 @@ def test_export_errors_say_what_to_do():
         t.__dlpack__(dl_device=(1, 0), copy=False)
     with pytest.raises(ValueError, match="0 is ambiguous"):
         t.__dlpack__(stream=0)
-    with pytest.raises(TypeError, match="stream must be None or an int"):
-        t.__dlpack__(stream="default")
+    for stream in ("default", True, False):   # a bool is no stream, as in PyTorch
+        with pytest.raises(TypeError, match="stream must be None or an int"):
+            t.__dlpack__(stream=stream)
     for stream in (None, -1, 1, 2, 12345):   # the simulator has nothing to wait for
         read(t.__dlpack__(stream=stream))
 

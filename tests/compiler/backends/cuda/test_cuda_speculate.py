@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import numgrad as ng
+import speculate_cases as S
 from cuda_cases import require_simulator
 from numgrad.autograd import engine
-from numgrad.compiler import speculate
 
-XS = np.linspace(-2.0, 2.0, 12)
-YS = np.linspace(1.5, -1.0, 12)
+W2 = S.W2(12, "cuda")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -26,137 +24,33 @@ def _cuda():
     require_simulator()
 
 
-def w2(lib, x, y):
-    return (lib.tanh(x * y + lib.sin(x)) * lib.exp(-y * y)).sum()
-
-
-def w2_ng(x, y):
-    return w2(ng, x, y)
-
-
-def _leaves():
-    return (ng.tensor(XS, device="cuda", requires_grad=True),
-            ng.tensor(YS, device="cuda", requires_grad=True))
-
-
-def _torch(scale=1.0, times=1):
-    tx = torch.tensor(XS, requires_grad=True)
-    ty = torch.tensor(YS, requires_grad=True)
-    out = w2(torch, tx, ty)
-    for _ in range(times):
-        out.backward(torch.tensor(scale, dtype=torch.float64), retain_graph=True)
-    return out.item(), tx.grad.numpy(), ty.grad.numpy()
-
-
-def _host(t):
-    return t.detach().cpu().numpy()
-
-
-def _plan(f):
-    (plan,) = list(f._plans.values())
-    return plan
-
-
-def _count_ordinary(plan, monkeypatch):
-    """How many times the plan's ordinary backward program runs."""
-    runs = []
-    real = plan.bwd
-
-    def bwd(args):
-        runs.append(1)
-        return real(args)
-    monkeypatch.setattr(plan, "bwd", bwd)
-    return runs
-
-
 def test_habit_path_runs_the_joint_program_with_the_ordinary_bits(monkeypatch):
-    f = ng.jit(w2_ng)
-    x, y = _leaves()
-    f(x, y).backward()   # the ordinary backward, seeded by backward() itself: arms it
-    ordinary = (_host(x.grad), _host(y.grad))
-    spec = _plan(f).spec
-    assert spec.on and spec.joint is None
-    runs = _count_ordinary(_plan(f), monkeypatch)
-    val, gx, gy = _torch()
-    for _ in range(2):
-        x.grad = y.grad = None
-        loss = f(x, y)
-        assert loss.grad_fn._spec is not None and loss.device.type == "cuda"
-        loss.backward()
-        assert x.grad.device.type == "cuda"
-        assert np.array_equal(_host(x.grad), ordinary[0])
-        assert np.array_equal(_host(y.grad), ordinary[1])
-        np.testing.assert_allclose(loss.item(), val, rtol=1e-13)
-        np.testing.assert_allclose(_host(x.grad), gx, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(_host(y.grad), gy, rtol=1e-12, atol=1e-14)
-    assert runs == []   # the joint program's gradients, never the backward program
+    f, x, y, spec, gx = S.habit_path(W2, monkeypatch)
     # The joint program's seed: one device array for the plan, not one per call.
     seed = spec._seed
     assert type(seed).__name__ == "CudaArray" and seed.shape == ()
-    f(x, y).backward()  # accumulates into the existing .grad, as eager does
+    S.accumulates(f, x, y, gx)
     assert spec._seed is seed
-    np.testing.assert_allclose(_host(x.grad), 2 * gx, rtol=1e-12, atol=1e-14)
 
 
 def test_explicit_cotangents_take_the_ordinary_backward(monkeypatch):
-    f = ng.jit(w2_ng)
-    x, y = _leaves()
-    f(x, y).backward()
-    plan = _plan(f)
-    runs = _count_ordinary(plan, monkeypatch)
-    for scale in (2.5, 1.0):  # an explicit 1 too: telling it would mean reading the device
-        x.grad = y.grad = None
-        loss = f(x, y)
-        assert loss.grad_fn._spec is not None
-        loss.backward(ng.tensor(scale, dtype=ng.float64, device="cuda"))
-        _, gx, gy = _torch(scale)
-        np.testing.assert_allclose(_host(x.grad), gx, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(_host(y.grad), gy, rtol=1e-12, atol=1e-14)
-    assert len(runs) == 2 and plan.spec.on
+    f, x, y = S.armed(W2)
+    runs = S.count_ordinary(S.plan(f), monkeypatch)
+    S.explicit_cotangents(W2, f, x, y, (2.5, 1.0), runs)
     assert not engine.is_implicit_seed(ng.tensor(1.0, dtype=ng.float64, device="cuda")._data)
 
 
 def test_retain_graph_second_backward_and_create_graph():
-    f = ng.jit(w2_ng)
-    x, y = _leaves()
-    f(x, y).backward()
-    assert _plan(f).spec.on
-    x.grad = y.grad = None
-    loss = f(x, y)
-    loss.backward(retain_graph=True)
-    first = x.grad
-    loss.backward()  # the ordinary backward; .grad never aliases the first's array
-    _, gx, gy = _torch(1.0, times=2)
-    np.testing.assert_allclose(_host(x.grad), gx, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(_host(y.grad), gy, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(_host(first) * 2, gx, rtol=1e-12, atol=1e-14)
-    x.grad = y.grad = None
-    (gxs,) = ng.autograd.grad(f(x, y), [x], create_graph=True)
-    gxs.sum().backward()
-    tx = torch.tensor(XS, requires_grad=True)
-    (tg,) = torch.autograd.grad(w2(torch, tx, torch.tensor(YS)), [tx], create_graph=True)
-    tg.sum().backward()
-    np.testing.assert_allclose(_host(x.grad), tx.grad.numpy(), rtol=1e-11, atol=1e-13)
+    S.retain_graph_and_create_graph(W2, *S.armed(W2))
 
 
 def test_hooks_inside_and_on_the_output():
-    seen = []
-
-    def hooked(x, y):
-        h = x * y
-        h.register_hook(lambda g: seen.append(g.device.type))
-        return (h.tanh() * y).sum()
-    f = ng.jit(hooked)
-    x, y = _leaves()
-    f(x, y).backward()
-    assert _plan(f).spec is None   # the hook must run in the backward: never speculated
-    f(x, y).backward()
-    assert seen == ["cuda", "cuda"]
+    x, y = S.hook_inside(W2)
     # A hook on the returned loss: one that returns nothing leaves the seed as it is (the
     # joint program's gradients serve); one that scales it gets the ordinary backward.
-    g = ng.jit(w2_ng)
+    g = ng.jit(S.w2_ng)
     g(x, y).backward()
-    _, gx, _ = _torch()
+    _, gx, _ = W2.torch()
     for scale in (None, 3.0):
         x.grad = None
         loss = g(x, y)
@@ -169,34 +63,15 @@ def test_hooks_inside_and_on_the_output():
         loss.register_hook(hook)
         loss.backward()
         assert calls == [1]
-        np.testing.assert_allclose(_host(x.grad), gx * (scale or 1.0), rtol=1e-12, atol=1e-14)
+        S.close(S.host(x.grad), gx * (scale or 1.0))
 
 
 def test_calls_without_their_backward_stop_the_speculation():
-    f = ng.jit(w2_ng)
-    x, y = _leaves()
-    f(x, y).backward()
-    spec = _plan(f).spec
-    for _ in range(speculate.MAX_PENDING + 1):
-        f(x, y)  # evaluation with grad enabled: no backward follows
-    assert spec.off and not spec.on
-    x.grad = None
-    f(x, y).backward()
-    assert not spec.on and f(x, y).grad_fn._spec is None
-    _, gx, _ = _torch()
-    np.testing.assert_allclose(_host(x.grad), gx, rtol=1e-12, atol=1e-14)
+    S.calls_without_their_backward(W2)
 
 
 def test_an_input_modified_before_the_backward_still_raises():
-    f = ng.jit(w2_ng)
-    x, y = _leaves()
-    f(x, y).backward()
-    loss = f(x, y)
-    assert loss.grad_fn._spec is not None
-    with ng.no_grad():
-        y.add_(1.0)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        loss.backward()
+    S.input_modified_before_the_backward(W2)
 
 
 def test_the_engine_seed_is_never_written_by_a_plan():
@@ -207,11 +82,11 @@ def test_the_engine_seed_is_never_written_by_a_plan():
     def poke(g):
         with ng.no_grad():
             inc(g)
-    x, _ = _leaves()
+    x, _ = W2.leaves()
     loss = (x * 2.0).sum()
     loss.register_hook(poke)
     loss.backward()
-    np.testing.assert_array_equal(_host(x.grad), np.full(XS.shape, 4.0))  # as torch: 2 * (1+1)
+    np.testing.assert_array_equal(S.host(x.grad), np.full(W2.xs.shape, 4.0))  # as torch: 2 * (1+1)
     for seed in [a for k, a in engine._ONES.items() if len(k) == 3]:
         assert seed.shape == () or seed.size == 1
         assert float(seed._ng_host().reshape(-1)[0]) == 1.0
@@ -220,7 +95,7 @@ def test_the_engine_seed_is_never_written_by_a_plan():
 def test_grad_takes_a_result_only_when_nothing_else_holds_its_memory():
     """The engine takes a compiled backward's fresh device result as ``.grad`` without a
     copy (``CudaArray._ng_exclusive``), never memory something else can reach."""
-    x = ng.tensor(XS, device="cuda")
+    x = ng.tensor(W2.xs, device="cuda")
     fresh = (x * 2.0)._data
     assert fresh._ng_exclusive()
     view = ng.Tensor._make(fresh).reshape(3, 4)._data   # a reshape shares the block
