@@ -34,7 +34,7 @@ from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, FLOATS, PlanCache
 from numgrad.compiler.speculate import Speculation
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
-from numgrad.ops.views import refresh_values, store
+from numgrad.ops.views import store_shared
 from numgrad.tensor import Tensor
 from numgrad.viz.source import SourceText
 
@@ -588,9 +588,8 @@ class Plan:
                 arrays[i] = arrays[i].copy()
             if type(t._data) is _ndarray:
                 t._data[...] = arr
-            else:  # a device payload: copied into its memory (the engine's seed: rebound);
-                store(t, arr)  # its views are copies (but reshapes): they take the value
-                refresh_values(t)
+            else:  # a device payload: into its memory, its base's and its views' (on CUDA
+                store_shared(t, arr)  # those are copies, but reshapes), as the CPU shares
             t._vc.value += tr.bumps[i] if tr.bumps else 1
         node = None
         if self.grad:
