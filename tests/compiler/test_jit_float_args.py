@@ -433,6 +433,20 @@ def test_numbers_alone_promote_as_python_or_as_eager_functions_do():
     assert jf.stats.traces == 3   # float64 x: lr is a value from its first call already
 
 
+def test_arithmetic_on_comparisons_of_the_float_counts_as_python_does():
+    def f(x, m, lr):
+        n = (lr > 0.5) + (lr > 0.2)       # Python: bool + bool is an int (2, not True)
+        p = (lr > 0.5) * (lr > 0.2)       # an int too: a bool tensor times it is int64
+        return x * n, m * p, m * (lr > 0.5)
+
+    jf = ng.jit(f, backend="numpy")       # promotion is decided while tracing
+    x = ng.tensor([0.5, -1.0, 3.0], dtype=ng.float32)
+    m = ng.tensor([True, False, True])
+    for lr in (0.7, 0.8, 0.3, 0.1):
+        _same(jf(x, m, lr), f(x, m, lr))
+    assert jf.stats.traces == 2 and jf._plans.dynamic
+
+
 @pytest.mark.parametrize("dtype", [ng.float32, ng.float64])
 def test_the_traced_plan_gives_the_constant_plans_bits(dtype):
     # Transcendentals (vector math) differ from NumPy's in the last places: here the
