@@ -284,9 +284,11 @@ class CompiledFunction:
         weak = self._plans.float_inputs(tree, leaves, static)
         # Floats that vary are traced as values. If that trace fails, the function needs a
         # float's value as a Python number: the floats new to this call stay constants (then
-        # all of them), and the call traces again.
+        # all of them), and the call traces again. Only a fallback that traces says so: a
+        # call that fails every way fails for another reason, and changes nothing.
         tries = [weak] + ([weak & before] if weak & before and weak - before else []) + (
             [frozenset()] if weak else [])
+        failed = []   # (floats kept constant, the exception that made them so)
         with progress.compiling(name):
             for k, w in enumerate(tries):
                 try:
@@ -296,14 +298,15 @@ class CompiledFunction:
                     if not w:
                         raise
                     self.stats.traces += 1
-                    kept = w - tries[k + 1]
-                    self._plans.keep_constant(tree, kept)
-                    if self.verbose:
-                        names = pytree.leaf_names(self.fn, args, kwargs)
-                        which = ", ".join(str(names[i] or f"#{i}") for i in sorted(kept))
-                        print(f"[numgrad.jit] {name}: keeping the float argument(s) {which} "
-                              f"constant: the function needs the number "
-                              f"({type(exc).__name__}: {(str(exc) or '-').splitlines()[0]})")
+                    failed.append((w - tries[k + 1], exc))
+        for kept, exc in failed:
+            self._plans.keep_constant(tree, kept)
+            if self.verbose:
+                names = pytree.leaf_names(self.fn, args, kwargs)
+                which = ", ".join(str(names[i] or f"#{i}") for i in sorted(kept))
+                print(f"[numgrad.jit] {name}: keeping the float argument(s) {which} "
+                      f"constant: the function needs the number "
+                      f"({type(exc).__name__}: {(str(exc) or '-').splitlines()[0]})")
         self._plans[self._key(args, kwargs)[0]] = plan
         seconds = time.perf_counter() - t0
         self._plans.traced(self, args, kwargs, grad, seconds)
