@@ -111,7 +111,7 @@ class _StaticArgs:
         self.nums = _ints("static_argnums", argnums)
         self.names = _strs("static_argnames", argnames)
         self._cache = {}
-        self.params = self.positional = []
+        self.positional = []
         if not self:
             return
         try:
@@ -121,14 +121,14 @@ class _StaticArgs:
         ps = list(sig.parameters.values())
         positional = [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY,
                                                          p.POSITIONAL_OR_KEYWORD)]
-        self.params = [p.name for p in ps]
+        params = [p.name for p in ps]
         if self.names and not any(p.kind == p.VAR_KEYWORD for p in ps):
-            missing = [n for n in self.names if n not in self.params]
+            missing = [n for n in self.names if n not in params]
             if missing:
                 what = "is not a parameter" if len(missing) == 1 else "are not parameters"
                 raise ValueError(f"static_argnames names {', '.join(map(repr, missing))}, "
                                  f"which {what} of {getattr(fn, '__qualname__', fn)!r} (its "
-                                 f"parameters: {', '.join(self.params) or 'none'})")
+                                 f"parameters: {', '.join(params) or 'none'})")
         if not any(p.kind == p.VAR_POSITIONAL for p in ps):  # -1: the last parameter
             self.nums = tuple(i + len(positional) if i < 0 else i for i in self.nums)
         if bool(self.nums) != bool(self.names):  # the signature completes the other
@@ -179,28 +179,24 @@ class _StaticArgs:
 
 
 def _ints(what, v):
-    if v is None:
-        return ()
-    v = (v,) if isinstance(v, int) and not isinstance(v, bool) else v
-    try:
-        out = tuple(v)
-    except TypeError:
-        out = None
-    if out is None or not all(isinstance(i, int) and not isinstance(i, bool) for i in out):
-        raise TypeError(f"{what} must be an int or a sequence of ints, got {v!r}")
-    return out
+    return _tuple_of(what, v, lambda i: isinstance(i, int) and not isinstance(i, bool),
+                     "an int or a sequence of ints")
 
 
 def _strs(what, v):
+    return _tuple_of(what, v, lambda n: isinstance(n, str), "a str or a sequence of str")
+
+
+def _tuple_of(what, v, ok, expected):
+    """``v`` (None, one item or a sequence of items that pass ``ok``) as a tuple."""
     if v is None:
         return ()
-    v = (v,) if isinstance(v, str) else v
     try:
-        out = tuple(v)
+        out = (v,) if ok(v) else tuple(v)
     except TypeError:
         out = None
-    if out is None or not all(isinstance(n, str) for n in out):
-        raise TypeError(f"{what} must be a str or a sequence of str, got {v!r}")
+    if out is None or not all(ok(x) for x in out):
+        raise TypeError(f"{what} must be {expected}, got {v!r}")
     return out
 
 
