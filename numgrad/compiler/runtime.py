@@ -392,7 +392,7 @@ class Plan:
         self.leaves_template = [None if isinstance(x, Tensor) else x for x in leaves]
         self.tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
         # Leaf positions of the Python floats traced as 0-d inputs (the call passes floats
-        # there; ``run`` makes them 0-d tensors on the plan's device).
+        # there; ``run`` makes them 0-d arrays of their input's dtype: ``_run_floats``).
         self.weak = weak
         name = getattr(owner.fn, "__name__", "fn")
         self.opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
