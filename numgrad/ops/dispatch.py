@@ -122,12 +122,18 @@ def promote_operands(prim, args):
     rd = _dt.promote(keys)
     if prim.floating and not rd.is_floating_point:
         rd = _dt.default_float
-    tensors = [a if isinstance(a, Tensor) else _make(np.asarray(a, rd.np)) for a in args]
+    return _operands_in(args, rd.np)
+
+
+def _operands_in(args, dt):
+    """``(tensors, payloads)`` of ``args`` computed in the NumPy dtype ``dt``: numbers
+    become 0-d tensors of it, payloads of another dtype are cast."""
+    tensors = [a if isinstance(a, Tensor) else _make(np.asarray(a, dt)) for a in args]
     datas = []
     for t in tensors:
         d = t._data
-        if d.dtype != rd.np:
-            d = evaluate(to_dtype_prim(), [d], {"dtype": rd.np})
+        if d.dtype != dt:
+            d = evaluate(to_dtype_prim(), [d], {"dtype": dt})
         datas.append(d)
     return tensors, datas
 
@@ -227,16 +233,7 @@ def _python_operands(prim, args):
             raise error
     floating = any(a._data.dtype.kind == "f" if isinstance(a, Tensor) else type(a) is float
                    for a in args)
-    dt = np.dtype(np.float64 if floating else np.int64)
-    tensors, datas = [], []
-    for a in args:
-        t = a if isinstance(a, Tensor) else _make(np.asarray(a, dt))
-        d = t._data
-        if d.dtype != dt:
-            d = evaluate(to_dtype_prim(), [d], {"dtype": dt})
-        tensors.append(t)
-        datas.append(d)
-    return tensors, datas
+    return _operands_in(args, np.dtype(np.float64 if floating else np.int64))
 
 
 def _arity_error(prim, args):
