@@ -11,7 +11,10 @@ where ``I_j`` is the root seen through the first ``j`` steps and ``put`` is the
 inverse of a step (``index_put`` for a slice, the inverse permutation, a reshape
 back). The result is ordinary ops, so the gradient is right by construction,
 and the traced payloads of ``@ng.jit`` (which share no storage) get their new
-values the same way: the root, and every live view of it, are rebound.
+values the same way: the root, and every live view of it, are rebound. CUDA payloads
+are flat buffers, so their views (but reshapes) are copies: they get their new values
+the same way too, written into their own memory (``store``), so memory shared outside
+numgrad (DLPack, ``__cuda_array_interface__``) stays shared.
 
 Traced payloads carry no data, so whether a reshape is a view is decided as
 NumPy would decide it, by replaying the chain on a strided *stand-in* of the
