@@ -79,13 +79,12 @@ def _export_cuda(t, stream, max_version, dl_device, copy):
 def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
     """A tensor sharing the memory of ``obj``, any DLPack producer (an object with
     ``__dlpack__`` and ``__dlpack_device__``: a PyTorch, NumPy, JAX or CuPy array)
-    (``torch.from_dlpack``). CPU memory is shared without a copy; a CUDA producer is
-    taken through its ``__cuda_array_interface__``. ``copy=True`` asks for a copy,
-    ``device`` moves the result.
+    (``torch.from_dlpack``). CPU and CUDA memory are shared without a copy (an object
+    with a ``__cuda_array_interface__`` and no ``__dlpack__`` is taken through the
+    former). ``copy=True`` asks for a copy, ``device`` moves the result.
 
-    Raises TypeError for an object that is not a producer, or a dtype numgrad lacks
-    (float32, float64, int64 and bool are its dtypes); BufferError for a device it
-    cannot reach.
+    Raises TypeError for an object that is neither, or a dtype numgrad lacks (float32,
+    float64, int64 and bool are its dtypes); BufferError for a device it cannot reach.
 
     >>> import numpy as np
     >>> a = np.zeros(3)
@@ -95,15 +94,17 @@ def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
     tensor([5., 0., 0.], dtype=numgrad.float64)
     """
     if not hasattr(obj, "__dlpack_device__") or not hasattr(obj, "__dlpack__"):
-        if getattr(obj, "__cuda_array_interface__", None) is not None:
-            t = _from_cuda_interface(obj)
-            t = t.clone() if copy else t
-            return t if device is None else t.to(device)
-        what = type(obj).__name__
-        hint = (" (a bare DLPack capsule, as torch.utils.dlpack.to_dlpack makes: pass the "
-                "tensor itself instead)" if what == "PyCapsule" else "")
-        raise TypeError(f"from_dlpack(): expected an object with __dlpack__ and "
-                        f"__dlpack_device__ (a DLPack producer), got {what}{hint}")
+        if getattr(obj, "__cuda_array_interface__", None) is None:
+            what = type(obj).__name__
+            hint = (" (a bare DLPack capsule, as torch.utils.dlpack.to_dlpack makes: pass "
+                    "the tensor itself instead)" if what == "PyCapsule" else "")
+            raise TypeError(f"from_dlpack(): expected an object with __dlpack__ and "
+                            f"__dlpack_device__ (a DLPack producer), got {what}{hint}")
+        from numgrad import devices
+        t = devices.wrap_cuda_interface(obj)
+        if copy:
+            t = t.clone()
+        return t if device is None else t.to(device)
     kind = int(obj.__dlpack_device__()[0])
     if kind in (KDL_CUDA, KDL_CUDA_MANAGED):
         t = _from_cuda(obj, copy)
@@ -135,7 +136,3 @@ def _from_cuda(obj, copy):
         t = t.clone()
     return t
 
-
-def _from_cuda_interface(obj):
-    from numgrad import devices
-    return devices.wrap_cuda_interface(obj)

@@ -34,7 +34,7 @@ from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, FLOATS, PlanCache
 from numgrad.compiler.speculate import Speculation
 from numgrad.compiler.tracer import current_tracer
 from numgrad.grad_mode import is_grad_enabled
-from numgrad.ops.views import refresh_values, store
+from numgrad.ops.views import store_shared
 from numgrad.tensor import Tensor
 from numgrad.viz.source import SourceText
 
@@ -111,7 +111,7 @@ class _StaticArgs:
         self.nums = _ints("static_argnums", argnums)
         self.names = _strs("static_argnames", argnames)
         self._cache = {}
-        self.params = self.positional = []
+        self.positional = []
         if not self:
             return
         try:
@@ -121,14 +121,14 @@ class _StaticArgs:
         ps = list(sig.parameters.values())
         positional = [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY,
                                                          p.POSITIONAL_OR_KEYWORD)]
-        self.params = [p.name for p in ps]
+        params = [p.name for p in ps]
         if self.names and not any(p.kind == p.VAR_KEYWORD for p in ps):
-            missing = [n for n in self.names if n not in self.params]
+            missing = [n for n in self.names if n not in params]
             if missing:
                 what = "is not a parameter" if len(missing) == 1 else "are not parameters"
                 raise ValueError(f"static_argnames names {', '.join(map(repr, missing))}, "
                                  f"which {what} of {getattr(fn, '__qualname__', fn)!r} (its "
-                                 f"parameters: {', '.join(self.params) or 'none'})")
+                                 f"parameters: {', '.join(params) or 'none'})")
         if not any(p.kind == p.VAR_POSITIONAL for p in ps):  # -1: the last parameter
             self.nums = tuple(i + len(positional) if i < 0 else i for i in self.nums)
         if bool(self.nums) != bool(self.names):  # the signature completes the other
@@ -179,28 +179,24 @@ class _StaticArgs:
 
 
 def _ints(what, v):
-    if v is None:
-        return ()
-    v = (v,) if isinstance(v, int) and not isinstance(v, bool) else v
-    try:
-        out = tuple(v)
-    except TypeError:
-        out = None
-    if out is None or not all(isinstance(i, int) and not isinstance(i, bool) for i in out):
-        raise TypeError(f"{what} must be an int or a sequence of ints, got {v!r}")
-    return out
+    return _tuple_of(what, v, lambda i: isinstance(i, int) and not isinstance(i, bool),
+                     "an int or a sequence of ints")
 
 
 def _strs(what, v):
+    return _tuple_of(what, v, lambda n: isinstance(n, str), "a str or a sequence of str")
+
+
+def _tuple_of(what, v, ok, expected):
+    """``v`` (None, one item or a sequence of items that pass ``ok``) as a tuple."""
     if v is None:
         return ()
-    v = (v,) if isinstance(v, str) else v
     try:
-        out = tuple(v)
+        out = (v,) if ok(v) else tuple(v)
     except TypeError:
         out = None
-    if out is None or not all(isinstance(n, str) for n in out):
-        raise TypeError(f"{what} must be a str or a sequence of str, got {v!r}")
+    if out is None or not all(ok(x) for x in out):
+        raise TypeError(f"{what} must be {expected}, got {v!r}")
     return out
 
 
@@ -284,9 +280,11 @@ class CompiledFunction:
         weak = self._plans.float_inputs(tree, leaves, static)
         # Floats that vary are traced as values. If that trace fails, the function needs a
         # float's value as a Python number: the floats new to this call stay constants (then
-        # all of them), and the call traces again.
+        # all of them), and the call traces again. Only a fallback that traces says so: a
+        # call that fails every way fails for another reason, and changes nothing.
         tries = [weak] + ([weak & before] if weak & before and weak - before else []) + (
             [frozenset()] if weak else [])
+        failed = []   # (floats kept constant, the exception that made them so)
         with progress.compiling(name):
             for k, w in enumerate(tries):
                 try:
@@ -296,14 +294,15 @@ class CompiledFunction:
                     if not w:
                         raise
                     self.stats.traces += 1
-                    kept = w - tries[k + 1]
-                    self._plans.keep_constant(tree, kept)
-                    if self.verbose:
-                        names = pytree.leaf_names(self.fn, args, kwargs)
-                        which = ", ".join(str(names[i] or f"#{i}") for i in sorted(kept))
-                        print(f"[numgrad.jit] {name}: keeping the float argument(s) {which} "
-                              f"constant: the function needs the number "
-                              f"({type(exc).__name__}: {(str(exc) or '-').splitlines()[0]})")
+                    failed.append((w - tries[k + 1], exc))
+        for kept, exc in failed:
+            self._plans.keep_constant(tree, kept)
+            if self.verbose:
+                names = pytree.leaf_names(self.fn, args, kwargs)
+                which = ", ".join(str(names[i] or f"#{i}") for i in sorted(kept))
+                print(f"[numgrad.jit] {name}: keeping the float argument(s) {which} "
+                      f"constant: the function needs the number "
+                      f"({type(exc).__name__}: {(str(exc) or '-').splitlines()[0]})")
         self._plans[self._key(args, kwargs)[0]] = plan
         seconds = time.perf_counter() - t0
         self._plans.traced(self, args, kwargs, grad, seconds)
@@ -393,7 +392,7 @@ class Plan:
         self.leaves_template = [None if isinstance(x, Tensor) else x for x in leaves]
         self.tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
         # Leaf positions of the Python floats traced as 0-d inputs (the call passes floats
-        # there; ``run`` makes them 0-d tensors on the plan's device).
+        # there; ``run`` makes them 0-d arrays of their input's dtype: ``_run_floats``).
         self.weak = weak
         name = getattr(owner.fn, "__name__", "fn")
         self.opts = owner.options.but(name=name, generic=generic)  # generic: runtime extents
@@ -588,9 +587,8 @@ class Plan:
                 arrays[i] = arrays[i].copy()
             if type(t._data) is _ndarray:
                 t._data[...] = arr
-            else:  # a device payload: copied into its memory (the engine's seed: rebound);
-                store(t, arr)  # its views are copies (but reshapes): they take the value
-                refresh_values(t)
+            else:  # a device payload: into its memory, its base's and its views' (on CUDA
+                store_shared(t, arr)  # those are copies, but reshapes), as the CPU shares
             t._vc.value += tr.bumps[i] if tr.bumps else 1
         node = None
         if self.grad:

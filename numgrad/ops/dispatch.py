@@ -13,9 +13,10 @@ category. A traced Python number (``tracing_hook.weak``: a float argument ``@ng.
 traces as a 0-d float64 input) promotes as the number it stands for, so ``x_f32 * lr``
 stays float32 with ``lr`` rounded to float32 as eager mode rounds it. An elementwise op
 on such numbers and Python numbers alone is Python's arithmetic on them (``lr * 2``,
-``lr > 1``): it computes as Python does (float64 if a float is among them, else int64,
-else bool) and gives a traced Python number again, where the registry says the op has
-Python's bits (``python_exact``); else the trace fails and the argument stays a constant.
+``lr > 1``): it computes as Python does (float64 if a float is among them, else int64:
+a bool is an int) and gives a traced Python number again, where the registry says the
+op has Python's bits (``python_exact``); else the trace fails and the argument stays a
+constant.
 """
 from __future__ import annotations
 
@@ -121,12 +122,18 @@ def promote_operands(prim, args):
     rd = _dt.promote(keys)
     if prim.floating and not rd.is_floating_point:
         rd = _dt.default_float
-    tensors = [a if isinstance(a, Tensor) else _make(np.asarray(a, rd.np)) for a in args]
+    return _operands_in(args, rd.np)
+
+
+def _operands_in(args, dt):
+    """``(tensors, payloads)`` of ``args`` computed in the NumPy dtype ``dt``: numbers
+    become 0-d tensors of it, payloads of another dtype are cast."""
+    tensors = [a if isinstance(a, Tensor) else _make(np.asarray(a, dt)) for a in args]
     datas = []
     for t in tensors:
         d = t._data
-        if d.dtype != rd.np:
-            d = evaluate(to_dtype_prim(), [d], {"dtype": rd.np})
+        if d.dtype != dt:
+            d = evaluate(to_dtype_prim(), [d], {"dtype": dt})
         datas.append(d)
     return tensors, datas
 
@@ -218,23 +225,15 @@ def _python_numbers_only(prim, args):
 
 def _python_operands(prim, args):
     """``promote_operands`` for Python arithmetic on Python numbers (some traced): in
-    float64 if a float is among them, else int64, else bool, as Python computes."""
+    float64 if a float is among them, else int64, as Python computes (``True + True`` is
+    2: a bool is an int; comparisons give the same answers on ints)."""
     if prim.check is not None:
         error = prim.check(args)
         if error is not None:
             raise error
-    kinds = {a._data.dtype.kind if isinstance(a, Tensor) else
-             ("b" if type(a) is bool else "i" if type(a) is int else "f") for a in args}
-    dt = np.dtype(np.float64 if "f" in kinds else np.int64 if "i" in kinds else np.bool_)
-    tensors, datas = [], []
-    for a in args:
-        t = a if isinstance(a, Tensor) else _make(np.asarray(a, dt))
-        d = t._data
-        if d.dtype != dt:
-            d = evaluate(to_dtype_prim(), [d], {"dtype": dt})
-        tensors.append(t)
-        datas.append(d)
-    return tensors, datas
+    floating = any(a._data.dtype.kind == "f" if isinstance(a, Tensor) else type(a) is float
+                   for a in args)
+    return _operands_in(args, np.dtype(np.float64 if floating else np.int64))
 
 
 def _arity_error(prim, args):

@@ -11,7 +11,10 @@ where ``I_j`` is the root seen through the first ``j`` steps and ``put`` is the
 inverse of a step (``index_put`` for a slice, the inverse permutation, a reshape
 back). The result is ordinary ops, so the gradient is right by construction,
 and the traced payloads of ``@ng.jit`` (which share no storage) get their new
-values the same way: the root, and every live view of it, are rebound.
+values the same way: the root, and every live view of it, are rebound. CUDA payloads
+are flat buffers, so their views (but reshapes) are copies: they get their new values
+the same way too, written into their own memory (``store``), so memory shared outside
+numgrad (DLPack, ``__cuda_array_interface__``) stays shared.
 
 Traced payloads carry no data, so whether a reshape is a view is decided as
 NumPy would decide it, by replaying the chain on a strided *stand-in* of the
@@ -264,14 +267,30 @@ def store(t, data):
 def refresh_values(root, views=None, skip=None):
     """The live views of ``root`` (``views``: those of them already listed), but ``skip``,
     take the value ``root`` holds now, their histories untouched: a traced view is
-    rebound, a device one (a copy, but for a reshape) written in its memory. Also what a
-    compiled call's write-back into a device input does for that input's views."""
+    rebound, a device one (a copy, but for a reshape) written in its memory."""
     from numgrad.grad_mode import no_grad
     alias = Tensor._make(root._data)
     with no_grad():
         for v in live_views(root) if views is None else views:
             if v is not skip and v._view_chain is not None:
                 store(v, replay(alias, v._view_chain)._data)
+
+
+def store_shared(t, data):
+    """``t`` takes the value ``data`` as a write into its memory would give it on the CPU,
+    histories untouched: its base (through ``t``'s view chain) and the base's other views
+    take it too, each in its own memory (a CUDA view, but a reshape, is a copy). What a
+    compiled call's write-back into a device input does."""
+    store(t, data)
+    base, chain = t._base, t._view_chain
+    if base is None or chain is None:
+        refresh_values(t)
+        return
+    from numgrad.grad_mode import no_grad
+    with no_grad():
+        new = write_back(Tensor._make(base._data), chain, Tensor._make(data))
+    store(base, new._data)
+    refresh_values(base, skip=t)
 
 
 def refresh_views(root, skip=None):

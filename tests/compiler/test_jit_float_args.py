@@ -208,6 +208,25 @@ def test_a_float_the_function_needs_as_a_number_stays_constant(fn, recwarn, caps
     assert not [w for w in recwarn if "traced" in str(w.message)]
 
 
+def test_a_call_that_fails_for_another_reason_leaves_the_float_traced():
+    def f(x, y, lr):
+        return x * lr + y
+
+    jf = ng.jit(f, backend="numpy")
+    x, y = ng.ones(3), ng.full((3,), 0.5)
+    for lr in (0.1, 0.2):
+        _same(jf(x, y, lr), f(x, y, lr))
+    assert jf.stats.traces == 2 and jf._plans.dynamic
+    for lr in (0.2, 0.3):   # a shape mistake: raised as eagerly, whatever lr is
+        with pytest.raises(RuntimeError, match="must match the size"):
+            jf(x, ng.ones(4), lr)
+    assert jf._plans.dynamic
+    traces = jf.stats.traces
+    for lr in (0.4, 0.5, 0.6):   # the plan that traces lr still serves every value
+        _same(jf(x, y, lr), f(x, y, lr))
+    assert jf.stats.traces == traces
+
+
 def test_huber_delta_is_traced():
     def huber(x, y, delta):
         a = (x - y).abs()
@@ -431,6 +450,20 @@ def test_numbers_alone_promote_as_python_or_as_eager_functions_do():
         for lr in (0.1, 0.7, 1.0 / 3.0):
             _same(jf(x, m, lr), f(x, m, lr))
     assert jf.stats.traces == 3   # float64 x: lr is a value from its first call already
+
+
+def test_arithmetic_on_comparisons_of_the_float_counts_as_python_does():
+    def f(x, m, lr):
+        n = (lr > 0.5) + (lr > 0.2)       # Python: bool + bool is an int (2, not True)
+        p = (lr > 0.5) * (lr > 0.2)       # an int too: a bool tensor times it is int64
+        return x * n, m * p, m * (lr > 0.5)
+
+    jf = ng.jit(f, backend="numpy")       # promotion is decided while tracing
+    x = ng.tensor([0.5, -1.0, 3.0], dtype=ng.float32)
+    m = ng.tensor([True, False, True])
+    for lr in (0.7, 0.8, 0.3, 0.1):
+        _same(jf(x, m, lr), f(x, m, lr))
+    assert jf.stats.traces == 2 and jf._plans.dynamic
 
 
 @pytest.mark.parametrize("dtype", [ng.float32, ng.float64])

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import numgrad as ng
+from numgrad.devices import cuda_is_available
 
 SHAPE = (3, 4)
 
@@ -320,3 +321,29 @@ def test_callers_layout_decides_view_or_copy_as_eagerly(fn):
                                           err_msg=f"{layout}: {name} result")
             np.testing.assert_array_equal(got[name][1], got["torch"][1],
                                           err_msg=f"{layout}: the caller's tensor ({name})")
+
+
+def _scale_view(v):
+    v.mul_(3.0)
+    return v * 2.0
+
+
+@pytest.mark.skipif(not cuda_is_available(), reason="no CUDA device or simulator")
+def test_a_cuda_view_argument_written_in_place_reaches_its_base_and_siblings():
+    # A CUDA view other than a reshape is a copy of its own: a compiled call's write into
+    # it must reach its base and the base's other views, as an eager in-place op's does
+    # (and as shared memory does on the CPU).
+    data = _data()
+    jf = ng.jit(_scale_view)
+
+    def run(fn, dev):
+        base = ng.tensor(data.copy(), device=dev)
+        v, col, flat = base[1:], base[:, 2], base.reshape(-1)
+        out = fn(v)
+        assert base._version == 1
+        return [t.cpu().numpy().copy() for t in (out, base, v, col, flat)]
+
+    want = run(_scale_view, "cpu")
+    for got in (run(_scale_view, "cuda"), run(jf, "cuda"), run(jf, "cuda")):  # 2nd: fast path
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
