@@ -21,6 +21,7 @@ from numgrad import ops as _ops
 
 from numgrad.autograd import anomaly
 from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
+from numgrad.ops import views as _views
 from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
 from numgrad.tensor import Tensor
 
@@ -484,7 +485,14 @@ def _accumulate_into(t, g, create_graph):
             with no_grad():
                 t._grad = _ops.clone(g.detach())
     elif create_graph or type(cur._data) is not np.ndarray or type(g._data) is not np.ndarray:
-        t._grad = _ops.elementwise.add(cur, g)
+        total = _ops.elementwise.add(cur, g)
+        # A device .grad takes the sum in its own memory, so a reference the user holds
+        # (and DLPack consumers of it) see the accumulation, as on the CPU; a traced one,
+        # or one building a graph, is rebound.
+        if not create_graph and _views.write_into(cur, total._data):
+            cur._vc.value += 1
+        else:
+            t._grad = total
     else:
         cur._data += g._data
         cur._vc.value += 1

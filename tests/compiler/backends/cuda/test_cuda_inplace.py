@@ -252,3 +252,32 @@ def test_a_jitted_inplace_op_writes_the_callers_buffer():
         jf(h).backward()
         np.testing.assert_allclose(x.grad.cpu().numpy(), np.exp(A), rtol=1e-15)
         np.testing.assert_allclose(h.detach().cpu().numpy(), 2 * A, rtol=1e-15)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_a_second_backward_accumulates_into_the_same_grad_as_on_the_cpu(jit):
+    # PyTorch adds a later gradient into the .grad tensor already there (outside
+    # create_graph), so a reference to it, or memory exported from it, sees the sum.
+    f = (lambda x: (x * x).sum())
+    f = ng.jit(f) if jit else f
+
+    def run(dev):
+        x = ng.tensor(A, device=dev, requires_grad=True)
+        f(x).backward()
+        g = x.grad
+        where = _ptr(g) if dev == "cuda" else None
+        version = g._version
+        f(x).backward()
+        f(x * 3.0).backward() if not jit else f(x).backward()
+        assert x.grad is g and g._version > version
+        if dev == "cuda":
+            assert _ptr(g) == where
+            np.testing.assert_allclose(_at(where), g.cpu().numpy(), rtol=0)
+        return g.cpu().numpy()
+    np.testing.assert_allclose(run("cuda"), run("cpu"), rtol=1e-15)
+    # create_graph builds a graph through the sum, so .grad is a new tensor, as in torch
+    x = ng.tensor(A, device="cuda", requires_grad=True)
+    (x * x).sum().backward()
+    g = x.grad
+    (x * x).sum().backward(create_graph=True)
+    assert x.grad is not g and x.grad.requires_grad
