@@ -12,11 +12,15 @@ mode on the same data (values, gradients of ``a``, ``b`` and ``C``, and errors):
 2. ``jit-again``: a second call on new data (the plan is reused);
 3. ``jit-mutated``: after the captured tensor is changed in place (under ``no_grad``, as
    an optimiser step) and the captured scalar is rebound (a retrace);
-4. ``jit-vg``: ``ng.jit(ng.value_and_grad(prog, argnums=(0, 1)))``.
+4. ``jit-vg``: ``ng.jit(ng.value_and_grad(prog, argnums=(0, 1)))``;
+5. ``jit-float``: where the program reads ``S``, ``S`` passed as a Python float argument
+   with three values: the first is a constant of its plan, the second retraces with ``S``
+   a traced 0-d input that promotes as a Python number, the third reuses that plan.
 
 Run it by hand for a long campaign (``python tests/compiler/fuzz_programs.py --count 5000``,
-``--backend numpy`` for the reference backend); ``test_jit_fuzz.py`` runs a small budget
-in CI, and ``pytest --long`` a large one.
+``--backend numpy`` for the reference backend, ``--backend cuda`` for compiled code on a
+CUDA device, with ``NUMBA_ENABLE_CUDASIM=1`` where there is none); ``test_jit_fuzz.py``
+runs a small budget in CI, and ``pytest --long`` a large one.
 """
 from __future__ import annotations
 
@@ -156,27 +160,37 @@ def data_for(prog, seed, specials=True):
     return out
 
 
-def _namespace(prog, data):
+def _namespace(prog, data, source=None, device="cpu"):
     ns = {"ng": ng, "S": 0.75,
-          "C": ng.tensor(data["C"].copy(), requires_grad=prog.c_grad)}
-    exec(compile(prog.source, f"<fuzz program {prog.seed}>", "exec"), ns)
+          "C": ng.tensor(data["C"].copy(), requires_grad=prog.c_grad, device=device)}
+    exec(compile(source or prog.source, f"<fuzz program {prog.seed}>", "exec"), ns)
     return ns
 
 
-def _run(fn, ns, data, vg=False):
-    """Values and gradients (as arrays), or the exception raised."""
-    a = ng.tensor(data["a"].copy(), requires_grad=not vg)
-    b = ng.tensor(data["b"].copy(), requires_grad=not vg)
+def _float_source(prog):
+    """``prog``'s source with ``S`` a parameter instead of a global (None where the
+    program never reads ``S``)."""
+    body = prog.source.split("\n", 1)[1]
+    return None if "S" not in body else prog.source.replace(
+        "def prog(a, b):", "def prog(a, b, S):", 1)
+
+
+def _run(fn, ns, data, vg=False, extra=()):
+    """Values and gradients (as arrays), or the exception raised; ``extra``: more
+    arguments after ``a`` and ``b``. The inputs go where ``C`` is."""
+    device = ns["C"].device
+    a = ng.tensor(data["a"].copy(), requires_grad=not vg, device=device)
+    b = ng.tensor(data["b"].copy(), requires_grad=not vg, device=device)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if vg:
-                value, (ga, gb) = fn(a, b)
-                return [value.numpy(), ga.numpy(), gb.numpy()]
-            out = fn(a, b)
+                value, (ga, gb) = fn(a, b, *extra)
+                return [value.cpu().numpy(), ga.cpu().numpy(), gb.cpu().numpy()]
+            out = fn(a, b, *extra)
             out.backward()
             C = ns["C"]
-            res = [out.detach().numpy(), _g(a), _g(b), _g(C)]
+            res = [out.detach().cpu().numpy(), _g(a), _g(b), _g(C)]
             C.grad = None
             return res
     except Exception as e:  # noqa: BLE001 - the error is part of what is compared
@@ -184,7 +198,7 @@ def _run(fn, ns, data, vg=False):
 
 
 def _g(t):
-    return None if t.grad is None else t.grad.numpy().copy()
+    return None if t.grad is None else t.grad.cpu().numpy().copy()
 
 
 def same(x, y, dtype, stable=None):
@@ -314,18 +328,21 @@ def check(prog, backend="cpu", specials=True, stats=None):
     ``stats`` (a dict) counts the compared and the ill-conditioned (skipped) elements."""
     problems = []
     d1, d2 = data_for(prog, prog.seed, specials), data_for(prog, prog.seed + 1, specials)
-    kw = {"backend": backend} if backend != "cpu" else {"parallel": False}
-    ens, jns = _namespace(prog, d1), _namespace(prog, d1)
+    # "cuda": the compiled side runs on a CUDA device (Numba's simulator without one),
+    # compared with eager on the CPU, whose sums the conditioning probes can move.
+    dev = "cuda" if backend == "cuda" else "cpu"
+    kw = {"cpu": {"parallel": False}, "cuda": {}}.get(backend, {"backend": backend})
+    ens, jns = _namespace(prog, d1), _namespace(prog, d1, device=dev)
     jf = ng.jit(jns["prog"], **kw)
 
-    def conditioning(fn_of_ns, data, vg=False, mutate=False):
+    def conditioning(fn_of_ns, data, vg=False, mutate=False, source=None, extra=()):
         probes = []
         for sign in (1, -1):
-            pns = _namespace(prog, d1)  # C as the modes see it: made from d1
+            pns = _namespace(prog, d1, source)  # C as the modes see it: made from d1
             if mutate:
                 _mutate(pns)
             with _SumBound(sign):
-                probes.append(_run(fn_of_ns(pns), pns, data, vg=vg))
+                probes.append(_run(fn_of_ns(pns), pns, data, vg=vg, extra=extra))
         return probes
 
     def compare(mode, ref, got, probe):
@@ -349,13 +366,31 @@ def check(prog, backend="cpu", specials=True, stats=None):
         got = _run(jf, jns, data)
         compare(mode, ref, got, conditioning(lambda ns: ns["prog"], data,
                                              mutate=mode == "jit-mutated"))
-    ens, vns = _namespace(prog, d1), _namespace(prog, d1)
+    ens, vns = _namespace(prog, d1), _namespace(prog, d1, device=dev)
     vg = ng.jit(ng.value_and_grad(vns["prog"], argnums=(0, 1)), **kw)
     ref = _run(ng.value_and_grad(ens["prog"], argnums=(0, 1)), ens, d1, vg=True)
     got = _run(vg, vns, d1, vg=True)
     compare("jit-vg", ref, got, conditioning(
         lambda ns: ng.value_and_grad(ns["prog"], argnums=(0, 1)), d1, vg=True))
+    src = _float_source(prog)
+    if src is not None:
+        ens, fns = _namespace(prog, d1, src), _namespace(prog, d1, src, dev)
+        jf = ng.jit(fns["prog"], **kw)
+        raised = False
+        for s in FLOAT_VALUES:
+            ref = _run(ens["prog"], ens, d1, extra=(s,))
+            got = _run(jf, fns, d1, extra=(s,))
+            raised = raised or isinstance(ref, Exception)
+            compare(f"jit-float S={s}", ref, got, conditioning(
+                lambda ns: ns["prog"], d1, source=src, extra=(s,)))
+        if not raised and jf.stats.traces != 2:
+            problems.append(("jit-float", f"{jf.stats.traces} traces for {len(FLOAT_VALUES)} "
+                             "values of S (want 2: S a constant, then traced)"))
     return problems
+
+
+# jit-float's values of S: a constant first, then traced (its plan made once, reused).
+FLOAT_VALUES = (0.75, -1.25, 2.5)
 
 
 def _mutate(ns):
@@ -392,13 +427,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--start", type=int, default=0, help="first seed")
     p.add_argument("--count", type=int, default=200, help="how many programs")
-    p.add_argument("--backend", default="cpu", help="cpu (Numba, the default) or numpy")
+    p.add_argument("--backend", default="cpu",
+                   help="cpu (Numba, the default), numpy, or cuda (the simulator without a GPU)")
     p.add_argument("--no-specials", action="store_true", help="finite inputs only")
     a = p.parse_args(argv)
     stats = {}
     ran, failures = campaign(a.start, a.count, a.backend, not a.no_specials, verbose=True,
                              stats=stats)
-    modes = 4
+    modes = 5
     print(f"ran {ran} programs x {modes} jit modes on backend {a.backend}: "
           f"{len(failures)} with disagreements; {stats.get('compared', 0)} result elements, "
           f"{stats.get('ill-conditioned', 0)} of them ill-conditioned (not compared)")

@@ -1,14 +1,16 @@
-"""Random programs, eager vs @ng.jit in four modes (see ``fuzz_programs.py``).
+"""Random programs, eager vs @ng.jit in five modes (see ``fuzz_programs.py``).
 
-CI runs a small budget on the fused CPU backend and a larger one on the NumPy reference
+CI runs a small budget on the fused CPU backend, a larger one on the NumPy reference
 backend (the same tracer, autodiff, guards and runtime: what is left out is only the
-Numba kernels), plus the seeds that once found bugs. ``pytest --long N`` runs N programs
-on each backend.
+Numba kernels) and a small one on CUDA (Numba's simulator without a GPU), plus the seeds
+that once found bugs. ``pytest --long N`` runs N programs on each backend.
 """
 from __future__ import annotations
 
 import fuzz_programs as F
 import pytest
+
+import numgrad as ng
 
 # Seeds that found bugs, kept: (seed, generator options, what it found).
 FOUND = [
@@ -26,6 +28,10 @@ FOUND += [(seed, {}, "float32 sum overflow differed under contract") for seed in
 # A float32 (a * C).sum() whose finite terms overflow in some summation orders and not in
 # others: ill-conditioned, so its value is left out of the comparison (it once failed it).
 FOUND += [(300040, {}, "order-dependent overflow compared as if well-conditioned")]
+# Seeds that found bugs on the CUDA backend (under Numba's simulator).
+FOUND_CUDA = [
+    (8, {}, "exp of a large value raised OverflowError under the simulator (math.exp)"),
+]
 
 
 def test_conditioning_probe_leaves_out_only_order_sensitive_elements():
@@ -36,6 +42,11 @@ def test_conditioning_probe_leaves_out_only_order_sensitive_elements():
     stats = {}
     F.campaign(1000, 40, "numpy", stats=stats)
     assert stats["ill-conditioned"] <= 0.01 * stats["compared"], stats
+
+
+def _need_cuda():
+    if not ng.cuda.is_available():
+        pytest.skip("neither a CUDA device nor Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")
 
 
 def _report(failures):
@@ -53,11 +64,22 @@ def test_seeds_that_found_bugs(seed, opts, found):
     assert not problems, f"{found}\n{prog.source}\n{problems}"
 
 
-@pytest.mark.parametrize("backend,budget", [("cpu", 6), ("numpy", 60)])
+@pytest.mark.parametrize("seed,opts,found", FOUND_CUDA)
+def test_seeds_that_found_bugs_on_cuda(seed, opts, found):
+    _need_cuda()
+    prog = F.generate(seed, **opts)
+    problems = F.check(prog, "cuda")
+    assert not problems, f"{found}\n{prog.source}\n{problems}"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy in the simulator's threads)
+@pytest.mark.parametrize("backend,budget", [("cpu", 6), ("numpy", 60), ("cuda", 3)])
 def test_random_programs_agree_with_eager(backend, budget, request):
+    if backend == "cuda":
+        _need_cuda()
     long = request.config.getoption("--long")
     count = long or budget
     ran, failures = F.campaign(1000, count, backend)
-    print(f"fuzz: {ran} programs x 4 jit modes on backend {backend}, "
+    print(f"fuzz: {ran} programs x 5 jit modes on backend {backend}, "
           f"{len(failures)} disagreeing")
     assert not failures, _report(failures)

@@ -11,21 +11,54 @@ name of ``backends.cpu.scalar.HELPERS`` is defined here (tests/compiler/backends
 from __future__ import annotations
 
 import math
+import types
 
+import numpy as np
 from numba import cuda
 
 from numgrad.compiler.backends import scalar_math as _shared
+from numgrad.compiler.backends.cuda import device as _cuda_device
 
 _device = cuda.jit(device=True, inline="always")
 
 
+def _ieee(ufunc):
+    def f(*args):
+        with np.errstate(all="ignore"):
+            return ufunc(*args)
+    f.__name__ = ufunc.__name__
+    return f
+
+
+# ``math``'s functions with IEEE results, for Numba's simulator. It runs kernels as
+# Python on NumPy scalars, where ``math.exp(1000.0)`` raises OverflowError and
+# ``math.log(0.0)`` or ``math.sin(inf)`` ValueError; on a GPU libdevice returns inf, -inf
+# and NaN, as eager mode does. NumPy's ufuncs give those (and keep float32 in float32).
+_IEEE_MATH = types.SimpleNamespace(
+    **{u.__name__: _ieee(u) for u in (np.exp, np.log, np.tanh, np.sin, np.cos, np.log1p,
+                                      np.expm1, np.sqrt, np.fmod, np.hypot)},
+    erf=math.erf)  # (total: erf(+-inf) is +-1, erf(NaN) NaN)
+
+
+def _on_ieee_math(f):
+    """``f`` (a ``scalar_math`` helper) with ``math`` read as ``_IEEE_MATH``."""
+    g = types.FunctionType(f.__code__, {**f.__globals__, "math": _IEEE_MATH}, f.__name__,
+                           f.__defaults__, f.__closure__)
+    g.__qualname__, g.__doc__ = f.__qualname__, f.__doc__
+    return g
+
+
+# What the helpers call for math: libdevice on a GPU, IEEE NumPy under the simulator.
+_math = _IEEE_MATH if _cuda_device.simulated() else math
+_helpers = (tuple(_on_ieee_math(f) for f in _shared.SHARED) if _math is _IEEE_MATH
+            else _shared.SHARED)
 (exp, log, tanh, sin, cos, erf, log1p, expm1, sigmoid, relu, sign, clamp, clamp_min, clamp_max,
- maximum, minimum, power, remainder, fmod, hypot) = (_device(f) for f in _shared.SHARED)
+ maximum, minimum, power, remainder, fmod, hypot) = (_device(f) for f in _helpers)
 
 
 @_device
 def sqrt(x):
-    return math.sqrt(x)
+    return _math.sqrt(x)
 
 
 @_device
@@ -51,4 +84,4 @@ def ipower(a, b):
 @_device
 def ffmod(a, b):
     # Floats: C's fmod (libdevice's), as the eager np.fmod.
-    return math.fmod(a, b)
+    return _math.fmod(a, b)

@@ -259,3 +259,60 @@ def test_a_gradient_on_another_device_raises_pytorchs_error(compiled, out_dev, g
     s.backward(ng.tensor(3.0, dtype=ng.float64, device=g_dev))
     assert x.grad.device == ng.device(out_dev)
     np.testing.assert_allclose(x.grad.cpu().numpy(), 6 * A, rtol=1e-15)
+
+
+# ------------------------------------------------------------------- special values
+SPECIALS = [0.0, -0.0, -1.0, 0.5, 1000.0, -1000.0, np.inf, -np.inf, np.nan, 1e-310]
+UNARY = ["exp", "log", "sqrt", "tanh", "sin", "cos", "log1p", "expm1", "sigmoid", "erf",
+         "abs", "neg", "relu", "sign"]
+BINARY = [ng.div, ng.pow, ng.fmod, ng.hypot, ng.remainder, ng.maximum, ng.minimum]
+
+
+def _same_ieee(got, want, dtype):
+    """NaN where the CPU has NaN, the same infinities and signed zeros, finite values
+    within a few ulp (CUDA's math functions are within 1-2 ulp of the CPU's)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    fin = ~np.isnan(want)
+    np.testing.assert_array_equal(np.isinf(got[fin]) & (got[fin] > 0),
+                                  np.isinf(want[fin]) & (want[fin] > 0))
+    zero = fin & (want == 0)
+    np.testing.assert_array_equal(got[zero], want[zero])
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+    rtol = 1e-5 if dtype == "float32" else 1e-13
+    np.testing.assert_allclose(got[fin], want[fin], rtol=rtol, atol=0)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the simulator's threads' NumPy)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_special_values_on_cuda_follow_ieee_as_on_the_cpu(dtype):
+    # On a GPU libdevice returns inf, -inf and NaN; the simulator runs kernels as Python,
+    # whose math.exp(1000) raised OverflowError and math.log(0) ValueError until the CUDA
+    # helpers took NumPy's IEEE functions there.
+    xs = np.array(SPECIALS, dtype)
+    ys = np.array(SPECIALS[::-1], dtype)
+
+    def values(x, y):
+        return ([getattr(x, op)() for op in UNARY] + [f(x, y) for f in BINARY]
+                + [x ** 2.5, x / 0.0])
+
+    def loss(*leaves):
+        n = len(UNARY)
+        terms = [getattr(t, op)() for t, op in zip(leaves[:n], UNARY)]
+        terms += [f(t, u) for t, u, f in zip(leaves[n::2], leaves[n + 1::2], BINARY)]
+        return sum((t * (i + 1.0)).sum() for i, t in enumerate(terms))
+
+    n_leaves = len(UNARY) + 2 * len(BINARY)
+    leaves = [xs if i < len(UNARY) or (i - len(UNARY)) % 2 == 0 else ys
+              for i in range(n_leaves)]
+    vg = ng.value_and_grad(loss, argnums=tuple(range(n_leaves)))
+    want = [v.numpy() for v in values(ng.tensor(xs), ng.tensor(ys))]
+    want_g = [g.numpy() for g in vg(*[ng.tensor(a) for a in leaves])[1]]
+    for fn, g in ((values, vg), (ng.jit(values), ng.jit(vg))):   # eager, then compiled
+        got = fn(ng.tensor(xs, device="cuda"), ng.tensor(ys, device="cuda"))
+        for w, v in zip(want, got):
+            _same_ieee(v.cpu().numpy(), w, dtype)
+        _, grads = g(*[ng.tensor(a, device="cuda") for a in leaves])
+        for w, v in zip(want_g, grads):
+            _same_ieee(v.cpu().numpy(), w, dtype)
