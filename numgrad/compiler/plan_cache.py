@@ -73,8 +73,17 @@ class PlanCache(OrderedDict):
         while self.max_plans is not None and len(self) > self.max_plans:
             _, old = self.popitem(last=False)
             self.evictions += 1
-            for k in [k for k, p in self.fast.items() if p is old]:
-                del self.fast[k]
+            self._unindex(old)
+
+    def drop(self, doomed):
+        """Forget the plans whose signature keys ``doomed(key)`` picks: signatures no call
+        can have any more (a float's first-value plan, once that float is traced)."""
+        for key in [k for k in self if doomed(k)]:
+            self._unindex(OrderedDict.pop(self, key))
+
+    def _unindex(self, old):
+        for k in [k for k, p in self.fast.items() if p is old]:
+            del self.fast[k]
 
     def touch(self, plan):
         """Mark ``plan`` (found through ``fast``) as just used."""

@@ -303,6 +303,10 @@ class CompiledFunction:
                 print(f"[numgrad.jit] {name}: keeping the float argument(s) {which} "
                       f"constant: the function needs the number "
                       f"({type(exc).__name__}: {(str(exc) or '-').splitlines()[0]})")
+        newly = plan.weak - before
+        if newly:  # the plans that held these floats as constants cannot be reached now
+            self._plans.drop(lambda k: k[0] == tree and any(
+                k[1][i] is not _TRACED_FLOAT for i in newly))
         self._plans[self._key(args, kwargs)[0]] = plan
         seconds = time.perf_counter() - t0
         self._plans.traced(self, args, kwargs, grad, seconds)

@@ -73,6 +73,22 @@ def test_a_varying_learning_rate_traces_twice_and_gives_eagers_bits(dtype):
     assert step.stats.traces == 2
 
 
+def test_the_first_values_plan_is_dropped_once_the_float_is_traced():
+    # Every later value, the first included, runs the traced plan, so the plan that held
+    # the first value as a constant is unreachable: kept, it would only hold memory.
+    step = ng.jit(_sgd_step)
+    w, x = ng.ones(4), ng.full((4,), 0.5)
+    step(w, x, LRS[0])
+    assert len(step._plans) == 1
+    for lr in LRS[1:4]:
+        step(w, x, lr)
+    assert len(step._plans) == 1 and step.stats.traces == 2
+    (plan,) = step._plans.values()
+    assert plan.weak == {2}
+    step(w, x, LRS[0])   # the first value again: the traced plan, no new trace
+    assert step.stats.traces == 2 and len(step._plans) == 1
+
+
 def test_the_fast_path_keeps_a_traced_float_positional():
     step = ng.jit(_sgd_step)
     w, x = ng.ones(4), ng.full((4,), 0.5)

@@ -31,6 +31,9 @@ FOUND += [(300040, {}, "order-dependent overflow compared as if well-conditioned
 # Seeds that found bugs on the CUDA backend (under Numba's simulator).
 FOUND_CUDA = [
     (8, {}, "exp of a large value raised OverflowError under the simulator (math.exp)"),
+    (2065, {}, "jit(value_and_grad): the engine's host seed met a detached captured CUDA "
+     "tensor while tracing (a device-mismatch error eager mode does not raise)"),
+    (2030, {}, "the same, through no_grad and clamp"),
 ]
 
 

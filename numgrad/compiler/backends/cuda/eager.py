@@ -16,6 +16,7 @@ from numgrad.compiler.backends.cuda import array as cuda_array
 from numgrad.compiler import pipeline as _pipeline
 from numgrad.compiler.backends import cuda as _backend
 from numgrad.compiler.ir import Eqn, Graph, Var
+from numgrad.compiler.tracer import current_tracer
 from numgrad.ops.device_copy import to_device as _to_device
 from numgrad.ops.dispatch import broadcast_shapes
 from numgrad.tensor import device as _device
@@ -90,6 +91,14 @@ class CudaEager:
                 if interp is not None and interp is not self:
                     return interp.process(prim, datas, params)
         if host_array:
+            tracer = current_tracer()
+            if tracer is not None and tracer.backward:
+                # A gradient the engine derives inside @ng.jit (value_and_grad, grad) from
+                # a host constant it made (a seed, expanded) and a CUDA constant the
+                # function holds (a detached captured tensor): both are constants of one
+                # graph, which the CUDA backend places on its device, so the trace records
+                # the op rather than eager mode refusing the mix.
+                return tracer.process(prim, datas, params)
             raise mismatch(device, "cpu")
         if prim is _to_device:
             return _move(datas[0], _device(params["device"]))
