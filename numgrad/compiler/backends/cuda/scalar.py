@@ -3,10 +3,11 @@
 Room: compiler. The helpers of ``backends.scalar_math`` as CUDA device functions
 (inlined), and the three whose CUDA bodies differ from the CPU's. The transcendentals are
 CUDA's own: Numba lowers ``math.*`` to libdevice (``__nv_exp``...), which is within 1-2
-ulp, as the CPU's vector math is (under Numba's simulator, NumPy's, for IEEE results); porting ``vmath_ir``'s polynomials would not be faster
-on a GPU, where these kernels are memory-bound. Each function keeps the CPU helper's
-special-value rule (NaN passes clamp, relu(-0) is -0, sign(NaN) is 0...), and every
-name of ``backends.cpu.scalar.HELPERS`` is defined here (tests/compiler/backends/cuda checks it).
+ulp, as the CPU's vector math is (under Numba's simulator, NumPy's, for IEEE results);
+porting ``vmath_ir``'s polynomials would not be faster on a GPU, where these kernels are
+memory-bound. Each function keeps the CPU helper's special-value rule (NaN passes clamp,
+relu(-0) is -0, sign(NaN) is 0...), and every name of ``backends.cpu.scalar.HELPERS`` is
+defined here (tests/compiler/backends/cuda checks it).
 """
 from __future__ import annotations
 
@@ -49,9 +50,10 @@ def _on_ieee_math(f):
 
 
 # What the helpers call for math: libdevice on a GPU, IEEE NumPy under the simulator.
-_math = _IEEE_MATH if _cuda_device.simulated() else math
-_helpers = (tuple(_on_ieee_math(f) for f in _shared.SHARED) if _math is _IEEE_MATH
-            else _shared.SHARED)
+if _cuda_device.simulated():
+    _math, _helpers = _IEEE_MATH, tuple(_on_ieee_math(f) for f in _shared.SHARED)
+else:
+    _math, _helpers = math, _shared.SHARED
 (exp, log, tanh, sin, cos, erf, log1p, expm1, sigmoid, relu, sign, clamp, clamp_min, clamp_max,
  maximum, minimum, power, remainder, fmod, hypot) = (_device(f) for f in _helpers)
 
