@@ -21,12 +21,17 @@ import numpy as np
 capture = None
 
 
+def concrete(d) -> bool:
+    """Whether the payload ``d`` holds values (a NumPy array, or a device payload such as
+    a CUDA array) rather than standing for them in a trace."""
+    return type(d) is np.ndarray or hasattr(d, "_ng_device")
+
+
 def standin(t):
     """The traced stand-in of the concrete tensor ``t`` while a trace runs, else None."""
     if capture is None:
         return None
-    d = t._data
-    if type(d) is not np.ndarray and not hasattr(d, "_ng_device"):  # traced already
+    if not concrete(t._data):  # traced already
         return None
     lifted = capture(t)
     return None if lifted is t else lifted

@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 from numgrad import ops as _ops
+from numgrad import tracing_hook
 
 from numgrad.autograd import anomaly
 from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
@@ -66,7 +67,7 @@ def _on_device_of(out, g, i):
     as PyTorch's engine checks a root gradient, a 0-d one is moved there, any other on
     another device is an error. Traced values are on no device: not checked."""
     gd, od = g._data, out._data
-    if not (_concrete(gd) and _concrete(od)):
+    if not (tracing_hook.concrete(gd) and tracing_hook.concrete(od)):
         return g
     want, got = out.device, g.device
     if got == want:
@@ -74,10 +75,6 @@ def _on_device_of(out, g, i):
     if g.ndim == 0:
         return g.to(want)
     raise RuntimeError(f"invalid gradient at index {i} - expected device {want} but got {got}")
-
-
-def _concrete(d):
-    return type(d) is np.ndarray or hasattr(d, "_ng_device")
 
 
 # The implicit root gradients: per (shape, dtype) on the host, per (shape, dtype, device)
@@ -188,7 +185,7 @@ def backward_scalar(t, retain_graph=None):
     """``t.backward()`` with no arguments: the common call, with less bookkeeping."""
     node = t.grad_fn
     d = t._data
-    if (node is None or (type(d) is not np.ndarray and not hasattr(d, "_ng_device"))
+    if (node is None or not tracing_hook.concrete(d)
             or d.size != 1 or not _one_step(node)):
         return backward((t,), None, retain_graph, False, None)
     _execute_one_step((node, t._output_nr), Tensor._make(_implicit_seed(t)),

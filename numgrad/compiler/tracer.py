@@ -35,7 +35,7 @@ def current_tracer():
 def _capture(t, owner=None):
     tracer = current_tracer()
     d = t._data
-    if tracer is None or (type(d) is not np.ndarray and not hasattr(d, "_ng_device")):
+    if tracer is None or not tracing_hook.concrete(d):
         return t  # traced already (device payloads are concrete, as NumPy arrays are)
     return tracer.capture(t, owner)
 
