@@ -71,8 +71,8 @@ def schedule(step, total):
     return 0.5 * LR * (1 + math.cos(math.pi * step / total))
 
 
-def run(kind, epochs, jit=True, report=print, mark=True):
-    """Train; returns (final loss, stats or None, seconds, slowest call in seconds)."""
+def run(kind, epochs, jit=True, mark=True):
+    """Train; returns (final loss, seconds, slowest call in seconds)."""
     ng.manual_seed(0)
     loader = DataLoader(data(), batch_size=BATCH, shuffle=True, drop_last=False)
     params = init_params()
@@ -97,10 +97,10 @@ def run(kind, epochs, jit=True, report=print, mark=True):
             slowest = max(slowest, time.perf_counter() - t1)
             step += 1
             if jit and step == 1:
-                report(f"  {kind}: after the first batch   {_stats(f.stats)}")
+                print(f"  {kind}: after the first batch   {_stats(f.stats)}")
         if jit:
-            report(f"  {kind}: after epoch {epoch + 1}          {_stats(f.stats)}")
-    return float(value), (f.stats if jit else None), time.perf_counter() - t0, slowest
+            print(f"  {kind}: after epoch {epoch + 1}          {_stats(f.stats)}")
+    return float(value), time.perf_counter() - t0, slowest
 
 
 def _stats(s):
@@ -122,9 +122,9 @@ def main(argv=None):
           f"{args.epochs} epochs of {len(DataLoader(data(), batch_size=BATCH))} batches, "
           f"label smoothing {SMOOTHING}")
     for kind in (("step", "loss") if args.kind == "both" else (args.kind,)):
-        want, _, eager_s, _ = run(kind, args.epochs, jit=False, report=lambda s: None)
+        want, eager_s, _ = run(kind, args.epochs, jit=False)
         os.environ["NUMGRAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="numgrad-train-loop-")
-        got, _, secs, slowest = run(kind, args.epochs, mark=not args.no_mark)
+        got, secs, slowest = run(kind, args.epochs, mark=not args.no_mark)
         print(f"  {kind}: loop {secs:.2f} s (eager {eager_s:.2f} s), slowest call "
               f"{slowest:.2f} s, final loss {got:.6f} (eager {want:.6f})")
 

@@ -389,11 +389,9 @@ def test_gradients_and_double_backward_through_a_traced_float():
     assert jf.stats.traces == 2
 
 
+@pytest.mark.skipif(not ng.cuda.is_available(),
+                    reason="neither a CUDA device nor Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")
 def test_cuda_plans_take_the_float_by_value():
-    from numgrad.compiler.backends.cuda import device as cuda_device
-    if not (cuda_device.simulated() or cuda_device.available()):
-        pytest.skip("neither a CUDA device nor Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")
-
     def f(x, lr):
         return x * lr + lr * 2
 

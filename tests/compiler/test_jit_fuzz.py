@@ -47,9 +47,9 @@ def test_conditioning_probe_leaves_out_only_order_sensitive_elements():
     assert stats["ill-conditioned"] <= 0.01 * stats["compared"], stats
 
 
-def _need_cuda():
-    if not ng.cuda.is_available():
-        pytest.skip("neither a CUDA device nor Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")
+NEEDS_CUDA = pytest.mark.skipif(
+    not ng.cuda.is_available(),
+    reason="neither a CUDA device nor Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")
 
 
 def _report(failures):
@@ -67,19 +67,18 @@ def test_seeds_that_found_bugs(seed, opts, found):
     assert not problems, f"{found}\n{prog.source}\n{problems}"
 
 
+@NEEDS_CUDA
 @pytest.mark.parametrize("seed,opts,found", FOUND_CUDA)
 def test_seeds_that_found_bugs_on_cuda(seed, opts, found):
-    _need_cuda()
     prog = F.generate(seed, **opts)
     problems = F.check(prog, "cuda")
     assert not problems, f"{found}\n{prog.source}\n{problems}"
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy in the simulator's threads)
-@pytest.mark.parametrize("backend,budget", [("cpu", 6), ("numpy", 60), ("cuda", 3)])
+@pytest.mark.parametrize("backend,budget", [("cpu", 6), ("numpy", 60),
+                                            pytest.param("cuda", 3, marks=NEEDS_CUDA)])
 def test_random_programs_agree_with_eager(backend, budget, request):
-    if backend == "cuda":
-        _need_cuda()
     long = request.config.getoption("--long")
     count = long or budget
     ran, failures = F.campaign(1000, count, backend)
