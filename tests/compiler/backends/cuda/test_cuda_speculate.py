@@ -35,8 +35,7 @@ def test_habit_path_runs_the_joint_program_with_the_ordinary_bits(monkeypatch):
 
 def test_explicit_cotangents_take_the_ordinary_backward(monkeypatch):
     f, x, y = S.armed(W2)
-    runs = S.count_ordinary(S.plan(f), monkeypatch)
-    S.explicit_cotangents(W2, f, x, y, (2.5, 1.0), runs)
+    S.explicit_cotangents(W2, f, x, y, (2.5, 1.0), monkeypatch)
     assert not engine.is_implicit_seed(ng.tensor(1.0, dtype=ng.float64, device="cuda")._data)
 
 
