@@ -116,36 +116,50 @@ def steady():
     for name, fn, shape, repeat in cases:
         n = shape[0]
         data = [ng.tensor(rng.standard_normal(n)) for _ in range(fn.__code__.co_argcount)]
-        static = ng.jit(ng.value_and_grad(fn, argnums=tuple(range(len(data)))))
-        generic = ng.jit(ng.value_and_grad(fn, argnums=tuple(range(len(data)))))
         other = [ng.tensor(rng.standard_normal(n + 7)) for _ in data]
-        generic(*other)
-        generic(*other)  # now generic for this rank
-        a, b = _interleaved([static, generic], data, repeat)
+        a, b = _interleaved(_pair(lambda: ng.jit(ng.value_and_grad(
+            fn, argnums=tuple(range(len(data))))), other), data, repeat)
         print(f"  {name}: static {a * 1e3:.3f} ms, generic {b * 1e3:.3f} ms "
               f"({b / a:.2f}x)")
     for n, repeat in ((1000, 2000), (100_000, 300)):
         data = [ng.tensor(rng.standard_normal(n)) for _ in range(2)]
         other = [ng.tensor(rng.standard_normal(n + 7)) for _ in range(2)]
-        a, b = _interleaved([_habit(w2_mean, other if g else None) for g in (False, True)],
-                            data, repeat)
+        a, b = _interleaved(_pair(lambda: _habit(w2_mean), other), data, repeat)
         print(f"  W2 mean n={n:.0e}, f(x).backward(): static {a * 1e3:.3f} ms, "
               f"generic {b * 1e3:.3f} ms ({b / a:.2f}x)")
     w3_steady()
     mlp_steady()
 
 
-def _habit(fn, other=None):
-    """``fn`` jitted, as a call then ``.backward()`` on leaves made from its arguments;
-    made generic first by a call at the shapes of ``other``."""
+def _pair(make, other):
+    """``[static, generic]``: two calls ``make()`` returns (each with a fresh jitted
+    function), the second made shape-generic by two calls at the shapes of ``other``."""
+    static, generic = make(), make()
+    generic(*other)
+    generic(*other)
+    return [static, generic]
+
+
+def _habit(fn):
+    """``fn`` jitted, as a call then ``.backward()`` on leaves made from its arguments."""
     f = ng.jit(fn)
 
     def call(*args):
         ps = [a.detach().requires_grad_(True) for a in args]
         f(*ps).backward()
-    if other is not None:
-        call(*other)
-        call(*other)
+    return call
+
+
+def _habit_on(fn, params, *extra):
+    """``fn`` jitted, as a call on leaves made from ``params`` (then the call's arguments
+    and ``extra``), then ``.backward()``; the leaves' gradients are cleared after."""
+    f = ng.jit(fn)
+    ps = [p.detach().requires_grad_(True) for p in params]
+
+    def call(*args):
+        f(*ps, *args, *extra).backward()
+        for p in ps:
+            p.grad = None
     return call
 
 
@@ -168,20 +182,7 @@ def w3_steady(repeat=300):
     Xs = ng.from_numpy(rng.standard_normal((200, 784)).astype(np.float32))
     Ts = ng.tensor(rng.integers(0, 10, 200))
     for name, fn in (("NLL", w3_mlp.loss_ng), ("MSE", mse)):
-        fns = []
-        for generic in (False, True):
-            f = ng.jit(fn)
-            ps = [p.detach().requires_grad_(True) for p in params]
-
-            def call(X, T, f=f, ps=ps):
-                f(*ps, X, T).backward()
-                for p in ps:
-                    p.grad = None
-            if generic:
-                call(Xs, Ts)
-                call(Xs, Ts)
-            fns.append(call)
-        a, b = _interleaved(fns, (X, T), repeat)
+        a, b = _interleaved(_pair(lambda: _habit_on(fn, params), (Xs, Ts)), (X, T), repeat)
         print(f"  W3 {name} B=256, f(x).backward(): static {a * 1e3:.3f} ms, "
               f"generic {b * 1e3:.3f} ms ({b / a:.2f}x)")
 
@@ -195,25 +196,13 @@ def mlp_steady(repeat=1500):
     T = ng.tensor(rng.integers(0, 10, 64))
     small = (ng.tensor(rng.random((5, 64)).astype(np.float32)),
              ng.tensor(rng.integers(0, 10, 5)))
-    for kind in ("step", "loss"):
-        fns = []
-        for generic in (False, True):
-            f = ng.jit(tl.sgd_step if kind == "step" else tl.weighted_loss)
-            if kind == "step":
-                def call(*args, f=f):
-                    return f(*params, *args, 0.1)
-            else:
-                ps = [p.detach().requires_grad_(True) for p in params]
+    def step():
+        f = ng.jit(tl.sgd_step)
+        return lambda *args: f(*params, *args, 0.1)
 
-                def call(*args, f=f, ps=ps):
-                    f(*ps, *args, 0.1).backward()
-                    for p in ps:
-                        p.grad = None
-            if generic:
-                call(*small)
-                call(*small)
-            fns.append(call)
-        a, b = _interleaved(fns, (X, T), repeat)
+    for kind, make in (("step", step),
+                       ("loss", lambda: _habit_on(tl.weighted_loss, params, 0.1))):
+        a, b = _interleaved(_pair(make, small), (X, T), repeat)
         print(f"  digits MLP {kind}, B=64: static {a * 1e6:.1f} us, generic {b * 1e6:.1f} us "
               f"({b / a:.2f}x)")
 
