@@ -25,6 +25,8 @@ import html
 
 import numpy as np
 
+from numgrad.ops.dispatch import run_impl
+
 _SHORT = {"float32": "f32", "float64": "f64", "int64": "i64", "bool": "bool"}
 
 
@@ -291,7 +293,7 @@ class Graph:
             env[v] = np.asarray(a)
         for e in self.eqns:
             ins = [env[v] for v in e.inputs]
-            env[e.out] = np.asarray(e.prim.impl(*ins, **e.params))
+            env[e.out] = np.asarray(run_impl(e.prim, ins, e.params))
         return [env[v] for v in self.outputs]
 
     def users(self):

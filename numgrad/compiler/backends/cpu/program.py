@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from numgrad.compiler.schedule import cshape  # noqa: F401 (cpu.py imports it from here)
+from numgrad.ops.dispatch import run_impl
 
 _TIER_LOCK = threading.Lock()
 
@@ -128,7 +129,7 @@ class Program:
                 # view for the matmul after it); kernels get contiguous copies if needed.
                 e = obj
                 ins = [env[v].reshape(v.shape) for v in e.inputs]
-                env[e.out] = np.asarray(e.prim.impl(*ins, **e.params))
+                env[e.out] = np.asarray(run_impl(e.prim, ins, e.params))
         return [_ready(env[v]).reshape(shape) if not shape else env[v].reshape(shape)
                 for v, shape in self._outputs]
 
