@@ -257,7 +257,10 @@ class CompiledFunction:
                 key, tree, leaves, grad = self._key(args, kwargs)  # (another thread's build)
                 plan = self._plans.get(key)
                 if plan is None or not plan.guard_ok():
-                    # New signature, or something the trace read has changed: trace again.
+                    # New signature, or something the trace read has changed: trace again
+                    # (and say which guard failed, for verbose=True and the log).
+                    self._plans.retracing(self, args, kwargs, grad,
+                                          None if plan is None else plan.guard.failing())
                     try:
                         return self._build(args, kwargs, tree, leaves, grad), leaves
                     except Exception as exc:
