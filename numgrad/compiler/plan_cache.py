@@ -33,6 +33,9 @@ from numgrad.tensor import Tensor
 DEFAULT_MAX_PLANS = 64
 RETRACE_WARNING = 8
 _log = logging.getLogger("numgrad.jit")
+# Process-wide counts of the ``stats`` fields every CompiledFunction keeps, for tools that
+# time a call without holding its function (bench/: did this first call compile?).
+TOTALS = {"traces": 0, "compiles": 0}
 # The types of a float argument that may become a traced value: Python's float and NumPy's
 # float64 (a float subclass with the same arithmetic); a float32 scalar stays a constant.
 FLOATS = (float, np.float64)
@@ -157,6 +160,7 @@ class PlanCache(OrderedDict):
         # runtime.Plan.late.)
         new = names - self._modules
         self._modules |= names
+        TOTALS["compiles"] += bool(new)
         return 1 if new else 0
 
     # ------------------------------------------------------------ retraces
@@ -164,6 +168,7 @@ class PlanCache(OrderedDict):
         """Account for one new plan built in ``seconds`` for this call."""
         stats = owner.stats
         stats.compile_seconds += seconds
+        TOTALS["traces"] += 1
         summary = _summary(owner.fn, args, kwargs, grad)
         last, self._last = self._last, summary
         if last is None:
