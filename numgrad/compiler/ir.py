@@ -264,12 +264,17 @@ class Graph:
         return "\n".join(out)
 
     def graphviz_svg(self):
-        """The graph laid out by Graphviz's ``dot``, if installed (else None); Jupyter
-        shows ``_repr_html_``, numgrad's own drawing, which needs nothing installed."""
+        """The graph laid out by Graphviz's ``dot`` (an SVG string). Raises RuntimeError
+        saying how to get ``dot`` when it is not installed; Jupyter shows ``_repr_html_``,
+        numgrad's own drawing, which needs nothing installed."""
         import shutil
         import subprocess
         if shutil.which("dot") is None:
-            return None
+            raise RuntimeError(
+                "graphviz_svg() needs Graphviz's `dot` program, which is not on PATH: install "
+                "Graphviz (apt install graphviz, brew install graphviz, or conda install "
+                "graphviz). Without it, display the graph itself: Jupyter draws it with "
+                "numgrad's own layout (g._repr_html_()), and g.to_dot() gives the DOT text.")
         return subprocess.run(["dot", "-Tsvg"], input=self.to_dot(), capture_output=True,
                               text=True, check=False).stdout or None
 

@@ -79,7 +79,10 @@ class Stats:
         self.compile_seconds = 0.0
 
     def __repr__(self):
-        return ("Stats(" + ", ".join(f"{k}={getattr(self, k)}" for k in self.__slots__) + ")")
+        # compile_seconds to the millisecond: 4.453, not 4.453174142000023
+        return ("Stats(" + ", ".join(
+            f"{k}={round(v, 3) if isinstance(v, float) else v}"
+            for k, v in ((k, getattr(self, k)) for k in self.__slots__)) + ")")
 
 
 def _leaf_key(x):
@@ -360,11 +363,17 @@ class CompiledFunction:
                     self.stats.cache_hits += 1
                     self._plans.touch(plan)
                     return plan.run(args)
-                plan, leaves = self._plan(args, kwargs)
+                try:
+                    plan, leaves = self._plan(args, kwargs)
+                except Exception as exc:
+                    raise tracebacks.at_boundary(exc) from exc.__cause__
                 if plan.weak == {i for i, k in enumerate(key[1:]) if k is _TRACED_FLOAT}:
                     self._fast[tuple(key)] = plan  # (not a plan made while floats changed)
                 return plan.run(leaves)
-        plan, leaves = self._plan(args, kwargs)
+        try:
+            plan, leaves = self._plan(args, kwargs)
+        except Exception as exc:
+            raise tracebacks.at_boundary(exc) from exc.__cause__
         return plan.run(leaves)
 
     # ---------------------------------------------------------- inspection
