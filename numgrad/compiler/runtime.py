@@ -25,7 +25,7 @@ import numpy as np
 
 from numgrad import config, devices, tracing_hook
 from numgrad.autograd import anomaly
-from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
+from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of, inplace_hint
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
 from numgrad.compiler.backends import get_backend
 from numgrad.compiler.passes import optimize
@@ -800,8 +800,7 @@ class CompiledFunctionBackward(Node):
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: {what} is at version {now}; expected version {expected} "
-            "instead. Hint: enable anomaly detection to find the operation that failed to "
-            "compute its gradient, with ng.autograd.set_detect_anomaly(True, check_nan=False).")
+            f"instead. {inplace_hint()}")
 
     def apply(self, grads):
         if self._freed:
