@@ -124,6 +124,7 @@ class Scan:
         self.tensors = {}      # id(tensor) -> (tensor, path expression)
         self.terms = []        # (tag, guard expression, path, value at trace), in order found
         self.shown = {}        # name in ns -> how a person names it ("" for a globals dict)
+        self._attr_dicts = {}  # name of an object's attribute dict -> the object's name
         self.ns = {"_key": scalar_key, "_copysign": math.copysign}
         self._names = {}       # id(object) -> its name in ns
         self.warnings = []     # one-line texts for what is baked in unguarded
@@ -304,6 +305,9 @@ class Scan:
             shown = self.shown.get(name)
             if shown == "" and rest.startswith("["):        # a global: its name
                 return rest[2:-2]
+            owner = self._attr_dicts.get(name)
+            if owner is not None and rest.startswith("["):  # an attribute read from its dict
+                return f"{self.display(owner)}.{rest[2:-2]}"
             if rest == ".cell_contents" and shown is not None:
                 return shown
             return (shown if shown is not None else name) + rest
@@ -359,9 +363,11 @@ class Scan:
                 # as long as the object: the guard reads the dict, not the attribute (a
                 # module's __getattr__ makes every attribute load slow).
                 path = f"{self.name(d)}[{n!r}]"
+                self._attr_dicts[self.name(d)] = o
             else:
                 path = f"{o}.{n}" if n.isidentifier() else f"getattr({o}, {n!r})"
             if n in getattr(cls, "_ng_keyed", ()) and isinstance(d[n], dict):
+                self.shown.setdefault(self.name(d[n]), f"{self.display(o)}.{n}")
                 self._keyed(d[n], sub)
             else:
                 self.value(d[n], path, sub)
@@ -380,6 +386,7 @@ class Scan:
             # parameters, buffers and children).
             entries = d.get(table)
             if isinstance(entries, dict) and n in entries:
+                self._attr_dicts[self.name(entries)] = o
                 self.value(entries[n], f"{self.name(entries)}[{n!r}]", sub)
                 return
 
@@ -501,6 +508,8 @@ def _failing(scan, kept):
                 now = _short(eval(path, scan.ns))
             except Exception:
                 now = "gone"
+            if now == was:  # the same description of another object
+                now += " (another object)"
             return f"{scan.display(path)}: was {was}, now {now}"
     return None
 

@@ -64,3 +64,22 @@ def test_the_flag_prints_to_stderr_and_the_logger_always_hears(capsys, monkeypat
     f(ng.ones(2, 2))
     assert "traced again: argument 'x': was float32[5], now float32[2, 2]" in \
         capsys.readouterr().err
+
+
+def test_a_layer_switched_to_eval_or_a_replaced_parameter_is_named(capsys):
+    model = ng.nn.Sequential(ng.nn.Linear(2, 2), ng.nn.Dropout(0.5))
+
+    @ng.jit(backend="numpy", verbose=True)
+    def out(x):
+        return model(x).sum()
+
+    x = ng.ones(1, 2)
+    out(x)
+    model.eval()
+    out(x)
+    model[0].weight = ng.nn.Parameter(ng.ones(2, 2))
+    out(x)
+    reasons = _reasons(capsys.readouterr().out)
+    assert reasons[0] == "model._modules['1'].training: was True, now False"
+    assert reasons[1].startswith("model._modules['0'].weight: was tensor float32[2, 2]")
+    assert reasons[1].endswith("(another object)")
