@@ -26,6 +26,7 @@ import html
 import numpy as np
 
 from numgrad.ops.dispatch import run_impl
+from numgrad.viz.svg import html_box
 
 _SHORT = {"float32": "f32", "float64": "f64", "int64": "i64", "bool": "bool"}
 
@@ -229,7 +230,7 @@ class Graph:
 
     def _repr_html_(self):
         if len(self.eqns) <= self.DRAW_LIMIT:
-            svg = f'<div style="overflow-x:auto">{self.picture().svg()}</div>'
+            svg = html_box(self.picture().svg())
         else:
             svg = (f"<p>{len(self.eqns)} equations: too many to draw readably "
                    "(<code>g.picture()</code> draws them anyway).</p>")
