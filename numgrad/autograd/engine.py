@@ -20,7 +20,7 @@ import numpy as np
 from numgrad import ops as _ops
 from numgrad import tracing_hook
 
-from numgrad.autograd import anomaly
+from numgrad.autograd import anomaly, node_hooks
 from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
 from numgrad.ops import views as _views
 from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
@@ -319,6 +319,8 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                     continue
                 if node.variable._hooks or node._retained is not None:
                     g = _run_hooks(node, 0, g)
+                if node._pre_hooks is not None:
+                    g = node_hooks.pre(node, [g])[0]
                 if targets is not None:
                     if (node, 0) in targets:
                         captured[(node, 0)] = g
@@ -326,11 +328,15 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                             _accumulate_into(node.variable, g, create_graph)
                 elif accumulate:
                     _accumulate_into(node.variable, g, create_graph)
+                if node._pre_hooks is not None:
+                    node_hooks.after_accumulate(node, g, accumulate)
                 continue
             if node._pre_hooks is not None or node._retained is not None:
                 for nr, g in enumerate(buf):
                     if g is not None:
                         buf[nr] = _run_hooks(node, nr, g)
+                if node._pre_hooks is not None:
+                    buf = node_hooks.pre(node, buf)
             if targets is not None:
                 for nr, g in enumerate(buf):
                     if (node, nr) in targets:
@@ -343,6 +349,8 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                     outs = node.apply(buf) if not anomaly.enabled else anomaly.run(node, buf)
                     if not retain_graph:
                         node._release()
+                    if node._pre_hooks is not None:
+                        outs = node_hooks.post(node, outs, buf)
                     break
             else:
                 outs = [None] * len(node.next_functions)
@@ -394,16 +402,24 @@ def _execute_one_step(root, g, retain_graph, create_graph, accumulate):
     try:
         if node._pre_hooks is not None or node._retained is not None:
             buf[nr] = _run_hooks(node, nr, g)
+            if node._pre_hooks is not None:
+                buf = node_hooks.pre(node, buf)
         outs = node.apply(buf) if not anomaly.enabled else anomaly.run(node, buf)
         if not retain_graph:
             node._release()
+        if node._pre_hooks is not None:
+            outs = node_hooks.post(node, outs, buf)
         for (child, _), cg in zip(node.next_functions, outs):
             if child is None or cg is None:
                 continue
             if child.variable._hooks or child._retained is not None:
                 cg = _run_hooks(child, 0, cg)
+            if child._pre_hooks is not None:
+                cg = node_hooks.pre(child, [cg])[0]
             if accumulate:
                 _accumulate_into(child.variable, cg, create_graph)
+            if child._pre_hooks is not None:
+                node_hooks.after_accumulate(child, cg, accumulate)
     finally:
         _set_enabled(prev)
     return {}

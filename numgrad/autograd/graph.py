@@ -81,6 +81,41 @@ class Node:
             self._retained = {}
         self._retained[tensor._output_nr] = weakref.ref(tensor)
 
+    # Node hooks live in ``_pre_hooks`` under string keys (tensor hooks use output
+    # numbers): one slot, and the engine's "any hooks here?" test covers both.
+    def _node_hooks(self, kind):
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return self._pre_hooks.setdefault(kind, OrderedDict())
+
+    def register_prehook(self, fn):
+        """Call ``fn(grad_outputs)`` before this node runs; a tuple returned replaces the
+        gradients (``torch.autograd.graph.Node.register_prehook``).
+
+        >>> y = ng.ones(2, requires_grad=True) * 2
+        >>> h = y.grad_fn.register_prehook(lambda go: (go[0] * 10,))
+        """
+        return _add_hook(self._node_hooks(NODE_PRE), fn)
+
+    def register_hook(self, fn):
+        """Call ``fn(grad_inputs, grad_outputs)`` after this node ran; a tuple returned
+        replaces ``grad_inputs`` (``torch.autograd.graph.Node.register_hook``).
+
+        >>> y = ng.ones(2, requires_grad=True) * 2
+        >>> h = y.grad_fn.register_hook(lambda gi, go: print(gi, go))
+        """
+        return _add_hook(self._node_hooks(NODE_POST), fn)
+
+
+NODE_PRE, NODE_POST, POST_ACCUMULATE = "node_pre", "node_post", "post_accumulate"
+
+
+def _add_hook(hooks, fn):
+    from numgrad.tensor import RemovableHandle
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = fn
+    return handle
+
 
 class AccumulateGrad(Node):
     """The sink for a leaf tensor: adds the incoming gradient into ``variable.grad``."""
