@@ -10,3 +10,4 @@ from numgrad.autograd.anomaly import (set_detect_anomaly, detect_anomaly,  # noq
                                       is_anomaly_enabled, is_anomaly_check_nan_enabled)
 from numgrad.autograd import function  # noqa: F401
 from numgrad.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
+from numgrad.autograd import graph  # noqa: F401,E402

@@ -309,6 +309,7 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
     prev = is_grad_enabled()
     _set_enabled(create_graph)
     push, pop = heapq.heappush, heapq.heappop
+    _with_inputs.append(targets is not None)
     try:
         while ready:
             node = pop(ready)[2]
@@ -370,8 +371,20 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                     seq = child._seq
                     push(ready, (_ACC_FIRST if type(child) is AccumulateGrad else -seq, seq, child))
     finally:
+        _with_inputs.pop()
         _set_enabled(prev)
     return captured
+
+
+# Per running backward, innermost last: whether it computes gradients of chosen inputs only
+# (``grad``, ``backward(inputs=...)``), which a reentrant checkpoint cannot serve.
+_with_inputs = []
+
+
+def is_checkpoint_valid() -> bool:
+    """Whether the backward running now accumulates into every leaf (so a reentrant
+    checkpoint's inner ``backward`` is what it asked for)."""
+    return not (_with_inputs and _with_inputs[-1])
 
 
 def _one_step(node):
