@@ -11,3 +11,5 @@ from numgrad.autograd.anomaly import (set_detect_anomaly, detect_anomaly,  # noq
 from numgrad.autograd import function  # noqa: F401
 from numgrad.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from numgrad.autograd import graph  # noqa: F401,E402
+from numgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401,E402
+gradcheck.GradcheckError = GradcheckError  # ng.autograd.gradcheck.GradcheckError, as in torch
