@@ -239,8 +239,6 @@ class Function(metaclass=_FunctionMeta):
 
 def _bound(cls, args, kwargs):
     """The inputs ``setup_context`` sees: keyword arguments and defaults bound into place."""
-    if not kwargs:
-        return args
     import inspect
     bound = inspect.signature(cls.forward).bind(*args, **kwargs)
     bound.apply_defaults()

@@ -203,9 +203,10 @@ class SavedTensor:
             producer = node if self._tensor is None else self._tensor.grad_fn
             if producer is not None:
                 name = producer.name()
-                for suffix in ("Backward0", "Backward1", "Backward2"):
+                for suffix in ("Backward0", "Backward1", "Backward2", "Backward"):
                     if name.endswith(suffix):
                         name = name[: -len(suffix)]
+                        break
                 what += f", which is output 0 of {name},"
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
