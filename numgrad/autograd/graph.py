@@ -178,7 +178,12 @@ class SavedTensor:
             self._output_nr = t._output_nr
             self._requires_grad = t._requires_grad
             pack, unpack = _SAVED_HOOKS[-1]
-            self._packed = (pack(t), unpack, is_output)
+            outer = _SAVED_HOOKS[:]
+            _SAVED_HOOKS.clear()  # what the pack hook itself computes saves plainly
+            try:
+                self._packed = (pack(t), unpack, is_output)
+            finally:
+                _SAVED_HOOKS[:] = outer
             return
         if is_output:
             self._tensor = None
