@@ -122,12 +122,14 @@ def _non_reentrant(function, args, kwargs, preserve, context_fn, check):
         got = []
 
         def keep(t):
-            got.append(t)
-            return len(got) - 1
+            # Detached (as PyTorch): the recomputed graph itself is dropped at once, and
+            # no cycle through its nodes keeps the recomputed values alive.
+            got.append(t.detach())
+            return None
 
         _, recompute_ctx = context_fn()
         with rng.replay(), enable_grad(), recompute_ctx, \
-                saved_tensors_hooks(keep, lambda k: got[k]):
+                saved_tensors_hooks(keep, _never_unpacked), _annotated():
             function(*args, **kwargs)
         if check:
             _check_same(shapes, got)
@@ -136,6 +138,26 @@ def _non_reentrant(function, args, kwargs, preserve, context_fn, check):
     forward_ctx, _ = context_fn()
     with forward_ctx, saved_tensors_hooks(pack, unpack):
         return function(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _annotated():
+    """Under ``@ng.jit``: mark the equations the recomputation traces ``{checkpoint}``, so
+    the plan keeps them in its backward (no joint forward-and-backward program, which
+    would merge them with the forward's and keep every value alive)."""
+    from numgrad.compiler.tracer import current_tracer
+    tracer = current_tracer()
+    start = len(tracer.graph.eqns) if tracer is not None else 0
+    try:
+        yield
+    finally:
+        if tracer is not None:
+            for e in tracer.graph.eqns[start:]:
+                e.ann["checkpoint"] = True
+
+
+def _never_unpacked(_):
+    raise RuntimeError("torch.utils.checkpoint: the recomputation's own graph was used")
 
 
 def _check_same(shapes, got):
