@@ -38,7 +38,8 @@ def _outputs(func, inputs):
 
 
 def _flat(t):
-    return np.asarray(t.detach().cpu().numpy(), dtype=np.float64).ravel()
+    # A copy: an output may be a view of the input gradcheck perturbs in place next.
+    return np.array(t.detach().cpu().numpy(), dtype=np.float64).ravel()
 
 
 def _numerical(func, inputs, diff, outs, eps, direction=None):
