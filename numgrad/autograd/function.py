@@ -10,6 +10,7 @@ registry rule: the compiler needs nothing of its own for custom Functions.
 from __future__ import annotations
 
 import functools
+from typing import Callable
 
 from numgrad import tracing_hook
 from numgrad.autograd.graph import Node, SavedTensor, _sequence, edge_of
@@ -323,7 +324,7 @@ class _DelayedError(Node):
         raise RuntimeError(self._msg)
 
 
-def once_differentiable(fn):
+def once_differentiable(fn) -> Callable:
     """Decorate a ``backward`` that is not itself differentiable: it runs under no_grad,
     and differentiating its results (double backward) raises.
 
