@@ -368,6 +368,28 @@ def test_jit_double_backward_through_the_users_backward():
     assert_close(gg, tgg)
 
 
+def dirty_then_parts(m, names, x):
+    b = names["Double"].apply(x * 1)  # in place, marked dirty
+    c, _, mask, k = names["Parts"].apply(b, True)
+    return (c * c).sum() * k, mask
+
+
+jit_dirty_then_parts = ng.jit(lambda x: dirty_then_parts(ng, NG, x))
+
+
+def test_jit_mark_dirty_non_differentiable_outputs_and_gradcheck():
+    x = ng.tensor(X, dtype=ng.float64, requires_grad=True)
+    loss, mask = jit_dirty_then_parts(x)
+    loss.backward()
+    tx = torch.tensor(X, dtype=torch.float64, requires_grad=True)
+    tloss, tmask = dirty_then_parts(torch, TORCH, tx)
+    tloss.backward()
+    assert_close(loss, tloss)
+    assert mask.tolist() == tmask.tolist() and not mask.requires_grad
+    assert_close(x.grad, tx.grad)
+    assert ng.autograd.gradcheck(lambda t: jit_dirty_then_parts(t)[0], (x,))
+
+
 @pytest.mark.skipif(not ng.cuda.is_available(), reason="no CUDA (simulator off)")
 def test_jit_function_on_cuda():
     x = ng.tensor(X).cuda().requires_grad_()
