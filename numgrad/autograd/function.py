@@ -288,10 +288,8 @@ def _wrap_outputs(ctx, args, output, record):
         raw_to_wrapped[id(o)] = w
         wrapped.append(w)
     ctx._out_meta = tuple(out_meta)
-    if record:
+    if record:  # (else saved_tensors hands the tensors back as given)
         ctx._saved = _save(ctx, raw_to_wrapped)
-    elif ctx.to_save is not None:
-        ctx._saved = None  # nothing recorded: saved_tensors hands the tensors back as given
     return wrapped[0] if single else tuple(wrapped)
 
 
