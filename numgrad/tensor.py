@@ -334,6 +334,16 @@ class Tensor:
         hooks[handle.id] = hook
         return handle
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` on this leaf after a backward accumulated into its
+        ``.grad`` (an optimizer step per parameter, as the gradient arrives).
+
+        >>> w = ng.ones(2, requires_grad=True)
+        >>> h = w.register_post_accumulate_grad_hook(lambda t: print(t.grad))
+        """
+        from numgrad.autograd.node_hooks import register_post_accumulate_grad_hook
+        return register_post_accumulate_grad_hook(self, hook)
+
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``; see ``ng.autograd.backward``."""
         engine = _engine()

@@ -53,6 +53,7 @@ class Program:
 
     def _bind(self):
         steps, graph = self.steps, self.graph
+        self._drops = _last_uses(steps, graph.outputs)
         # Fast path: one kernel whose inputs are exactly graph inputs and consts.
         self._single = None
         self._direct = None
@@ -133,7 +134,7 @@ class Program:
         env = dict(self._consts)
         for v, a in zip(self._inputs, arrays):
             env[v] = a
-        for kind, obj in self.steps:
+        for (kind, obj), drops in zip(self.steps, self._drops):
             if profiled:
                 t0 = recorder.now()
             if kind == "kernel":
@@ -149,8 +150,26 @@ class Program:
                 env[e.out] = np.asarray(run_impl(e.prim, ins, e.params))
             if profiled:
                 recorder.add(_step_name(kind, obj), "kernel", t0)
+            for v in drops:  # past its last use: its memory can go (a backward that
+                env.pop(v, None)  # recomputes a checkpointed region holds one block at once)
         return [_ready(env[v]).reshape(shape) if not shape else env[v].reshape(shape)
                 for v, shape in self._outputs]
+
+
+def _last_uses(steps, outputs):
+    """Per step, the values no later step reads and the program does not return."""
+    last = {}
+    for k, (kind, obj) in enumerate(steps):
+        for v in obj.inputs:
+            last[v] = k
+        for v in (obj.outputs if kind == "kernel" else (obj.out,)):
+            last.setdefault(v, k)  # made and never read: dropped at once
+    keep = set(outputs)
+    drops = [[] for _ in steps]
+    for v, k in last.items():
+        if v not in keep:
+            drops[k].append(v)
+    return drops
 
 
 def _step_name(kind, obj):
