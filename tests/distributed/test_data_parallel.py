@@ -12,8 +12,10 @@ from __future__ import annotations
 import faulthandler
 import os
 import pickle
+import random
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -26,6 +28,8 @@ cloudpickle = pytest.importorskip("cloudpickle")
 
 import numgrad as ng  # noqa: E402
 from numgrad.distributed import DistributedError, pickling  # noqa: E402
+
+Status = distributed.core.Status
 
 # The workers have no copy of this file: the losses defined here travel by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -284,3 +288,118 @@ def test_worker_that_cannot_import_numgrad(tmp_path):
         with pytest.raises(DistributedError, match=r"worker tcp://\S+ cannot import numgrad "
                                                    r"\(ModuleNotFoundError.*install numgrad"):
             dp(W, b, *map(ng.tensor, batch(8)))
+
+
+# ------------------------------------------------------------ kill points
+# A worker killed at a random moment of a step: while the parameters are sent (the first
+# milliseconds), while shards compute, while results are added. Each point is a seed:
+# random.Random(seed) picks the victim and the delay after the step starts. Seeds that
+# found bugs stay here: 0 (a kill at 1.2 ms hit the parameters' scatter, which raised
+# Dask's raw CommClosedError) and 1 (at 27 ms every copy of the parameters was lost and
+# wait() raised FuturesCancelledError). NG_DP_KILL_SEEDS=a:b adds seeds a..b-1 (a longer
+# campaign: python -m pytest tests/distributed -k kill_point).
+KILL_SEEDS = [0, 1]
+if os.environ.get("NG_DP_KILL_SEEDS"):
+    _a, _b = map(int, os.environ["NG_DP_KILL_SEEDS"].split(":"))
+    KILL_SEEDS += [s for s in range(_a, _b) if s not in KILL_SEEDS]
+KILL_WITHIN = 0.03   # seconds: the calm step here takes 20-60 ms
+
+
+def _settled(client, n=2):
+    """Wait for ``n`` workers whose nannies have finished starting them: a worker killed
+    between registering and its nanny's start completing is not restarted (Dask)."""
+    client.wait_for_workers(n, timeout=STEP)
+    deadline = time.monotonic() + STEP
+    while not all(getattr(getattr(nanny, "process", None), "status", None) == Status.running
+                  for nanny in client.cluster.workers.values()):
+        assert time.monotonic() < deadline, "a nanny did not finish starting its worker"
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def calm_step(client):
+    W, b = params(seed=5)
+    X, Y = batch(30, seed=6)
+    dp = ng.distributed.data_parallel(mse, argnums=(0, 1), shard_argnums=(2, 3), client=client,
+                                      n_shards=3, timeout=STEP)
+    args = (W, b, ng.tensor(X), ng.tensor(Y))
+    return dp, args, dp(*args)
+
+
+@pytest.mark.parametrize("seed", KILL_SEEDS)
+def test_kill_point_gives_the_same_bits(client, calm_step, seed):
+    dp, args, calm = calm_step
+    w_before = args[0].numpy().copy()
+    rng = random.Random(seed)
+    _settled(client)
+    pids = sorted(client.run(os.getpid).values())
+    victim, delay = rng.choice(pids), rng.uniform(0, KILL_WITHIN)
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(out=_catch(lambda: dp(*args))))
+    thread.start()
+    time.sleep(delay)
+    os.kill(victim, signal.SIGKILL)
+    thread.join(STEP)
+    assert not thread.is_alive(), f"the step hung after a kill at {delay * 1e3:.1f} ms"
+    hurt = box["out"]
+    assert not isinstance(hurt, BaseException), (delay, hurt)
+    for a, c in zip((hurt[0], *hurt[1]), (calm[0], *calm[1])):
+        assert same_bits(a.numpy(), c.numpy()), f"other bits after a kill at {delay:.4f} s"
+    assert same_bits(args[0].numpy(), w_before)
+    _settled(client)   # the replacement, for what follows
+
+
+def test_kill_while_the_parameters_are_sent(client, calm_step, monkeypatch):
+    # Deterministic: the scatter's target dies as the scatter starts. The step sends the
+    # parameters again and gives the calm step's bits.
+    dp, args, calm = calm_step
+    _settled(client)
+    pids = list(client.run(os.getpid).values())
+    real, sent = client.scatter, []
+
+    def scatter(*a, **k):
+        if not sent:
+            for pid in pids:   # both: the scatter cannot dodge it
+                os.kill(pid, signal.SIGKILL)
+        sent.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(client, "scatter", scatter)
+    hurt = dp(*args)
+    monkeypatch.undo()
+    assert len(sent) >= 2, "the parameters were not sent again"
+    for a, c in zip((hurt[0], *hurt[1]), (calm[0], *calm[1])):
+        assert same_bits(a.numpy(), c.numpy())
+    _settled(client)
+
+
+def test_no_worker_left_names_the_lost_worker(tmp_path):
+    # One worker without a nanny, killed during a step: nothing replaces it.
+    with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, timeout=STEP) as c:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        proc = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                                 cluster.scheduler_address, "--no-nanny", "--nthreads", "1",
+                                 "--no-dashboard"], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            c.wait_for_workers(1, timeout=STEP)
+            (address,) = c.scheduler_info()["workers"]
+            W, b = params()
+            X, Y = batch(17)   # one shard of the first test's shape: its kernels are on disk
+            dp = ng.distributed.data_parallel(mse, argnums=(0, 1), shard_argnums=(2, 3),
+                                              client=c, timeout=STEP)
+            dp(W, b, ng.tensor(X), ng.tensor(Y))      # a calm step: the worker is set up
+            dp.timeout = 1.0                          # how long to wait for a new worker
+            proc.kill()
+            proc.wait()
+            t0 = time.monotonic()
+            with pytest.raises(DistributedError) as info:
+                dp(W, b, ng.tensor(X), ng.tensor(Y))
+            assert time.monotonic() - t0 < 10
+        finally:
+            proc.kill()
+            proc.wait()
+    msg = str(info.value)
+    assert f"no worker is left to run the step: lost worker(s) {address}" in msg, msg
+    assert "unchanged" in msg and "What to do" in msg, msg
