@@ -43,8 +43,8 @@ ENABLED = None
 class Speculation:
     """Per plan: the joint program (built when first wanted) and when to use it."""
 
-    __slots__ = ("_build", "_lock", "_seed", "ct_dtype", "ct_shape", "joint", "late", "n_grads", "off",
-                 "on", "pending")
+    __slots__ = ("_build", "_lock", "_seed", "ct_dtype", "ct_shape", "joint", "late", "n_grads",
+                 "off", "on", "pending")
 
     def __init__(self, build, n_grads, ct_shape, ct_dtype):
         self._build = build

@@ -512,8 +512,12 @@ def data_parallel(loss, argnums=0, shard_argnums=1, reduction: str = "mean", cli
     - ``n_shards``: how many shards (default: the number of workers at the first step,
       then fixed, so later steps' bits do not depend on workers coming and going).
     - ``retries``: how many times a failing shard task runs again (a dead worker's tasks
-      are rescheduled by Dask up to ``distributed.scheduler.allowed-failures`` times).
-    - ``timeout``: seconds a step may take before it raises.
+      are rescheduled by Dask up to ``distributed.scheduler.allowed-failures`` times), and
+      how many times a step is sent again after a lost worker took the parameters with it
+      (while they were being sent, or every copy of them).
+    - ``timeout``: seconds a step may take before it raises, and how long it waits for a
+      worker to join when none is left (10 s when None) before it raises a
+      ``DistributedError`` naming the lost workers.
     - ``jit_options``: keyword arguments for ``ng.jit`` on the workers.
 
     Raises ``TypeError`` at once if ``loss`` cannot be pickled, and
