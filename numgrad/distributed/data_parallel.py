@@ -181,10 +181,11 @@ class DataParallel:
         seen = set()
         for attempt in range(self.retries + 1):
             seen |= self._alive(client, seen)
-            found = client.run(eval, _PROBE, on_error="return")
+            # A worker lost while asked answers with a comm error: not a failed import.
+            found = {address: answer for address, answer in
+                     client.run(eval, _PROBE, on_error="return").items() if not _lost(answer)}
             for address, answer in found.items():
-                # A worker lost while asked answers with a comm error: not a failed import.
-                if isinstance(answer, BaseException) and not _lost(answer):
+                if isinstance(answer, BaseException):
                     raise errors.cannot_import(address, f"{type(answer).__name__}: {answer}")
             per_host = {}
             for address in found:

@@ -297,12 +297,13 @@ def test_worker_that_cannot_import_numgrad(tmp_path):
 # A worker killed at a random moment of a step: while the parameters are sent (the first
 # milliseconds), while shards compute, while results are added. Each point is a seed:
 # random.Random(seed) picks the victim and when, as a fraction (0 to 1.2) of a calm step's
-# time, so the kills spread over every phase of the step however loaded the machine. Seeds that
-# found bugs stay here: 0 (a kill at 1.2 ms hit the parameters' scatter, which raised
-# Dask's raw CommClosedError) and 1 (at 27 ms every copy of the parameters was lost and
-# wait() raised FuturesCancelledError). NG_DP_KILL_SEEDS=a:b adds seeds a..b-1 (a longer
-# campaign: python -m pytest tests/distributed -k kill_point).
-KILL_SEEDS = [0, 1]
+# time, so the kills spread over every phase of the step however loaded the machine, and
+# whether the step is a new object's first (which sets the workers up). The seeds here
+# are those that found bugs, each raising Dask's raw CommClosedError: 2 and 8 (kills at
+# 3.5 and 14 ms, during the first step's plugin broadcast to the workers), 12 and 13
+# (at 10 and 11 ms, during the parameters' scatter). NG_DP_KILL_SEEDS=a:b adds seeds
+# a..b-1 (a campaign: NG_DP_KILL_SEEDS=16:40 python -m pytest tests/distributed -k kill_point).
+KILL_SEEDS = [2, 8, 12, 13]
 if os.environ.get("NG_DP_KILL_SEEDS"):
     _a, _b = map(int, os.environ["NG_DP_KILL_SEEDS"].split(":"))
     KILL_SEEDS += [s for s in range(_a, _b) if s not in KILL_SEEDS]
@@ -344,6 +345,9 @@ def test_kill_point_gives_the_same_bits(client, calm_step, seed):
     rng = random.Random(seed)
     pids = _settled(client)
     victim, delay = rng.choice(pids), rng.uniform(0, 1.2) * seconds
+    if rng.random() < 0.5:   # a new object: its first step sets the workers up first
+        dp = ng.distributed.data_parallel(mse, argnums=(0, 1), shard_argnums=(2, 3),
+                                          client=client, n_shards=3, timeout=STEP)
     box = {}
     thread = threading.Thread(target=lambda: box.update(out=_catch(lambda: dp(*args))))
     thread.start()
