@@ -65,7 +65,8 @@ class Stats:
       (``compiler.speculate``) compiled when ``f(x).backward()`` comes a second time; a
       shape-generic plan for one more shape reuses its kernels and counts none;
     - ``compile_seconds``: the wall time of all of these: tracing and compiling plans, and
-      the compiles plans make later (the tier, the one-pass program);
+      the compiles plans make later (the tier, the one-pass program); each is made once,
+      by one thread, however many want it, and counted once;
     - ``cache_hits``: calls that found their plan; ``disk_hits``: programs loaded from the
       disk cache; ``kernels``: fused kernels in the last plan built.
     """

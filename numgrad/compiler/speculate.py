@@ -26,6 +26,7 @@ docs/design-notes.md, "Speculation".)
 """
 from __future__ import annotations
 
+import threading
 
 import numpy as np
 
@@ -42,11 +43,12 @@ ENABLED = None
 class Speculation:
     """Per plan: the joint program (built when first wanted) and when to use it."""
 
-    __slots__ = ("_build", "_seed", "ct_dtype", "ct_shape", "joint", "late", "n_grads", "off",
-                 "on", "pending")
+    __slots__ = ("_build", "_lock", "_seed", "ct_dtype", "ct_shape", "joint", "late", "n_grads",
+                 "off", "on", "pending")
 
     def __init__(self, build, n_grads, ct_shape, ct_dtype):
         self._build = build
+        self._lock = threading.Lock()
         self.joint = None
         self.n_grads = n_grads
         self.on = False        # the next calls run the joint program
@@ -109,8 +111,12 @@ class Speculation:
     def run(self, arrays):
         """``(outputs + saved, grads)`` from the joint program."""
         if self.joint is None:
-            self.joint = (self._build() if self.late is None else
-                          self.late("forward and backward in one pass", self._build))
+            # One compile however many threads want it at once: the others wait here for
+            # it, and only the thread that compiles adds it to the plan's stats.
+            with self._lock:
+                if self.joint is None:
+                    self.joint = (self._build() if self.late is None else
+                                  self.late("forward and backward in one pass", self._build))
         self.pending += 1
         if self.pending > MAX_PENDING:  # calls without their backward: stop after this one
             self.on, self.off = False, True

@@ -26,6 +26,14 @@ A step, for parameters ``P`` and a batch cut into shards ``0..k-1`` along axis 0
 3. Pairs of results are added by tasks in the tree of ``shard.tree_sum`` (by shard
    index), and only the total comes back: one gradient's bytes, whatever ``k``.
 
+A worker may be lost at any moment of a step: while the parameters are sent (the
+scatter fails with a comm error), while shards compute or while results are added (Dask
+reruns the lost tasks elsewhere; the parameters' only copy may go with it). Each of these
+sends the step again, up to ``retries`` times, and gives the same bits, since the sum's
+order depends on the shard count alone. When no worker is left, the step waits up to
+``timeout`` (``NO_WORKER_WAIT`` if None) for one to join, then raises a
+``DistributedError`` naming the workers it lost.
+
 Nothing the caller passed is written to: the parameters go out as copies and the
 gradients come back as new tensors, so a failed step leaves the caller as it was.
 """
@@ -33,6 +41,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import time
 import uuid
 
 import numpy as np
@@ -46,6 +55,14 @@ from numgrad.tensor import Tensor
 
 _PROBE = "__import__('numgrad').__version__"
 _steps = itertools.count()
+NO_WORKER_WAIT = 10.0  # seconds a step waits for a worker to join when none is left
+POLL = 0.5             # seconds between looks at the cluster while a step runs
+
+
+def _lost(exc) -> bool:
+    """Is ``exc`` what Dask raises when it cannot reach a worker (``CommClosedError`` and
+    the other ``OSError``s of its comms), rather than a timeout?"""
+    return isinstance(exc, OSError) and not isinstance(exc, TimeoutError)
 
 
 def _need_dask():
@@ -122,6 +139,7 @@ class DataParallel:
         self._ready = set()          # clients whose workers were checked and set up
         self._payloads = {}          # parameter tree structure -> (token, bytes)
         self._warm = set()           # (token, shard shapes) compiled by the client
+        self._known = set()          # the workers the last look at the cluster found
         # Fail here, not on the first step, for a loss that cannot travel.
         pickling.payload(jit(shard.ShardGradient(self.loss, 0, (), ()), cache=False))
 
@@ -160,17 +178,67 @@ class DataParallel:
         from numgrad.distributed.worker import NumgradSetup
 
         client.wait_for_workers(1, timeout=self.timeout)
-        found = client.run(eval, _PROBE, on_error="return")
-        for address, answer in found.items():
-            if isinstance(answer, BaseException):
-                raise errors.cannot_import(address, f"{type(answer).__name__}: {answer}")
-        per_host = {}
-        for address in found:
-            host = address.rsplit(":", 1)[0]
-            per_host[host] = per_host.get(host, 0) + 1
-        client.register_plugin(NumgradSetup(per_host, config.get("NUMGRAD_CACHE_DIR"),
-                                            socket.gethostname()))
-        self._ready.add(client)
+        seen = set()
+        for attempt in range(self.retries + 1):
+            seen |= self._alive(client, seen)
+            # A worker lost while asked answers with a comm error: not a failed import.
+            found = {address: answer for address, answer in
+                     client.run(eval, _PROBE, on_error="return").items() if not _lost(answer)}
+            for address, answer in found.items():
+                if isinstance(answer, BaseException):
+                    raise errors.cannot_import(address, f"{type(answer).__name__}: {answer}")
+            per_host = {}
+            for address in found:
+                host = address.rsplit(":", 1)[0]
+                per_host[host] = per_host.get(host, 0) + 1
+            try:
+                # Stored by the scheduler first, so a replacement worker gets it too; the
+                # broadcast to the running ones fails if one of them dies meanwhile.
+                client.register_plugin(NumgradSetup(per_host, config.get("NUMGRAD_CACHE_DIR"),
+                                                    socket.gethostname()))
+            except Exception as exc:
+                if not _lost(exc):
+                    raise
+                if attempt == self.retries:
+                    raise errors.workers_lost(self._gone(client, seen), attempt + 1,
+                                              "setting up the workers") from None
+                continue
+            self._ready.add(client)
+            return
+
+    def _alive(self, client, seen) -> set:
+        """The addresses of the running workers. When there are none, waits up to
+        ``timeout`` (``NO_WORKER_WAIT`` if None) for one to join, then raises a
+        ``DistributedError`` naming the workers seen before (``seen``, and those of the
+        last look), now lost."""
+        wait = NO_WORKER_WAIT if self.timeout is None else self.timeout
+        end = time.monotonic() + wait
+        while not (workers := set(client.scheduler_info()["workers"])):
+            if time.monotonic() >= end:
+                raise errors.no_worker_left(sorted(set(seen) | self._known), wait)
+            time.sleep(0.1)
+        self._known = workers
+        return workers
+
+    def _gone(self, client, seen) -> list:
+        """The workers in ``seen`` that are no longer in the cluster."""
+        return sorted(set(seen) - set(client.scheduler_info()["workers"]))
+
+    def _result(self, client, total, seen):
+        """``total.result()``, looking at the cluster every ``POLL`` s meanwhile: with no
+        worker left, the step's tasks would wait for one forever."""
+        from distributed import wait
+
+        end = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            left = POLL if end is None else min(POLL, end - time.monotonic())
+            if left <= 0:
+                raise TimeoutError
+            try:
+                wait([total], timeout=left)   # returns as soon as the step is done
+                return total.result()
+            except TimeoutError:
+                seen |= self._alive(client, seen)
 
     def worker_stats(self) -> dict:
         """``{worker address: [counters, ...]}``: the compiled shard functions on each
@@ -339,10 +407,12 @@ class DataParallel:
         return from_numpy(np.asarray(value)), (out[0] if self.single else tuple(out))
 
     def _run(self, client, worker, token, data, params, consts, positions, pieces, first):
-        from distributed import KilledWorker, wait
-        from distributed.client import FutureCancelledError
+        from distributed import KilledWorker
+        from distributed.client import FutureCancelledError, FuturesCancelledError
 
-        n_workers = len(client.scheduler_info()["workers"])
+        cancelled = (FutureCancelledError, FuturesCancelledError)  # result() and wait()
+        seen = self._alive(client, set())
+        n_workers = len(seen)
         for attempt in range(self.retries + 1):
             step = f"{next(_steps)}-{uuid.uuid4().hex[:8]}"
             made = []
@@ -362,20 +432,33 @@ class DataParallel:
                     if first and i == 0:
                         # Data made on the workers: the client could not warm the disk
                         # cache, so one worker compiles first and the others load.
-                        wait(tasks[0], timeout=self.timeout)
+                        self._result(client, tasks[0], seen)
                 ids = itertools.count()
                 total = shard.tree_sum(
                     tasks, lambda a, b: submit(shard.add, a, b, key=f"sum-{next(ids)}"))
-                result = total.result(timeout=self.timeout)
-            except FutureCancelledError:
+                result = self._result(client, total, seen)
+            except TimeoutError:
+                client.cancel(made)
+                raise errors.DistributedError(
+                    f"data_parallel: the step did not finish within timeout={self.timeout} s "
+                    f"({len(pieces)} shard(s), {n_workers} worker(s)); the parameters you "
+                    "passed are unchanged. What to do: check the workers are alive and not "
+                    "swapping (the dashboard), or pass a larger timeout=") from None
+            except (*cancelled, OSError) as exc:
+                if not isinstance(exc, cancelled) and not _lost(exc):
+                    raise
+                # A worker was lost while the parameters were sent to it (the scatter's
+                # comm error) or with every copy of them (their future is cancelled):
+                # send them again, to the workers there are now.
                 client.cancel(made)
                 if attempt < self.retries:
-                    continue  # every copy of the parameters was lost: send them again
-                raise errors.DistributedError(
-                    f"data_parallel: the step's parameters were lost {attempt + 1} time(s) "
-                    "(every worker holding them died); the parameters you passed are "
-                    "unchanged. What to do: run the step again once the cluster is stable, "
-                    "or pass a larger retries=") from None
+                    seen |= self._alive(client, seen)
+                    continue
+                raise errors.workers_lost(self._gone(client, seen), attempt + 1,
+                                          "running the step") from None
+            except errors.DistributedError:   # no worker left
+                client.cancel(made)
+                raise
             except errors.ShardFailed as exc:
                 client.cancel(made)
                 raise errors.retries_exhausted(exc, self.retries + 1, len(pieces)) from None
@@ -384,13 +467,6 @@ class DataParallel:
                 raise errors.worker_died(_task_name(exc.task),
                                          getattr(exc.last_worker, "address", exc.last_worker),
                                          exc.allowed_failures) from None
-            except TimeoutError:
-                client.cancel(made)
-                raise errors.DistributedError(
-                    f"data_parallel: the step did not finish within timeout={self.timeout} s "
-                    f"({len(pieces)} shard(s), {n_workers} worker(s)); the parameters you "
-                    "passed are unchanged. What to do: check the workers are alive and not "
-                    "swapping (the dashboard), or pass a larger timeout=") from None
             break
         sent = sum(a.nbytes for a in params) + sum(getattr(c, "nbytes", 0) for c in consts)
         self.last_step = dict(
@@ -437,8 +513,12 @@ def data_parallel(loss, argnums=0, shard_argnums=1, reduction: str = "mean", cli
     - ``n_shards``: how many shards (default: the number of workers at the first step,
       then fixed, so later steps' bits do not depend on workers coming and going).
     - ``retries``: how many times a failing shard task runs again (a dead worker's tasks
-      are rescheduled by Dask up to ``distributed.scheduler.allowed-failures`` times).
-    - ``timeout``: seconds a step may take before it raises.
+      are rescheduled by Dask up to ``distributed.scheduler.allowed-failures`` times), and
+      how many times a step is sent again after a lost worker took the parameters with it
+      (while they were being sent, or every copy of them).
+    - ``timeout``: seconds a step may take before it raises, and how long it waits for a
+      worker to join when none is left (10 s when None) before it raises a
+      ``DistributedError`` naming the lost workers.
     - ``jit_options``: keyword arguments for ``ng.jit`` on the workers.
 
     Raises ``TypeError`` at once if ``loss`` cannot be pickled, and

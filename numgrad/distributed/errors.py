@@ -51,6 +51,23 @@ def worker_died(shard: str, worker: str, allowed: int) -> DistributedError:
         "distributed.scheduler.allowed-failures if the workers die for other reasons.")
 
 
+def workers_lost(lost: list, tries: int, doing: str) -> DistributedError:
+    names = ", ".join(lost) or "(the scheduler had already replaced them)"
+    return DistributedError(
+        f"data_parallel: workers were lost while {doing}, on each of {tries} try(s); lost: "
+        f"{names}. The parameters you passed are unchanged. What to do: run the step again "
+        "once the cluster is stable, or pass a larger retries=.")
+
+
+def no_worker_left(lost: list, waited: float) -> DistributedError:
+    names = ", ".join(lost) or "(none seen yet)"
+    return DistributedError(
+        f"data_parallel: no worker is left to run the step: lost worker(s) {names}, and none "
+        f"joined within {waited:g} s. The parameters you passed are unchanged. What to do: "
+        "restart the workers (or the cluster) and run the step again; a worker that dies at "
+        "once usually ran out of memory (see its log), and timeout= sets how long to wait.")
+
+
 def cannot_import(worker: str, error: str) -> DistributedError:
     return DistributedError(
         f"data_parallel: worker {worker} cannot import numgrad ({error}), so it cannot run "

@@ -9,6 +9,9 @@ second compiles the multi-threaded tier (``backends.cpu.build.prange_tier``); th
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -96,3 +99,44 @@ def test_one_pass_forward_and_backward_is_shown_and_counted(progress_now, capsys
     xe = x.detach().requires_grad_(True)
     (ng.tanh(xe) * xe).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-12)
+
+
+def test_eight_threads_wanting_the_one_pass_program_compile_it_once():
+    # Eight threads call one plan with f(x).backward() at once: the joint program is compiled
+    # by one of them while the others wait for it, and stats count that compile once (each
+    # waiting thread used to add its wait, and each compiled its own copy).
+    f = ng.jit(lambda x: (ng.sin(x) * x).sum(), cache=False)
+    x0 = np.linspace(-1.0, 1.0, 9)
+    f(ng.tensor(x0, requires_grad=True)).backward()    # the plan, and its backward seen
+    spec = next(iter(f._plans.values())).spec
+    assert spec is not None and spec.joint is None
+    built, build = [], spec._build
+    spec._build = lambda: built.append(1) or build()
+    compiles, seconds = f.stats.compiles, f.stats.compile_seconds
+    start, grads, errors = threading.Barrier(8), [], []
+
+    def work():
+        try:
+            start.wait()
+            for _ in range(2):
+                x = ng.tensor(x0, requires_grad=True)
+                f(x).backward()
+                grads.append(x.grad.numpy())
+        except Exception as exc:  # noqa: BLE001  (reported by the main thread)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    assert not errors, errors
+    assert len(built) == 1 and spec.joint is not None
+    assert f.stats.compiles == compiles + 1
+    assert 0 < f.stats.compile_seconds - seconds <= wall
+    want = np.sin(x0) + x0 * np.cos(x0)
+    for g in grads:
+        assert g.tobytes() == grads[0].tobytes()
+        np.testing.assert_allclose(g, want, rtol=1e-12)
