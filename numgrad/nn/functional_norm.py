@@ -203,6 +203,7 @@ def _legacy_reduction(size_average, reduce):
     """PyTorch's mapping of the deprecated ``size_average``/``reduce`` to ``reduction``."""
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    reduction = "none" if not reduce else "mean" if size_average else "sum"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{reduction}' instead.", UserWarning, stacklevel=3)
+    return reduction

@@ -85,7 +85,7 @@ class _BatchNorm(Module):
     def extra_repr(self) -> str:
         """``num_features, eps=..., momentum=..., affine=..., bias=..., track_running_stats=...``."""
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None or not self.affine}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
                 f"track_running_stats={self.track_running_stats}")
 
 
@@ -121,7 +121,8 @@ class GroupNorm(Module):
                  affine: bool = True, bias: bool = True, device=None, dtype=None):
         super().__init__()
         if num_channels % num_groups != 0:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
         self.num_groups = num_groups
         self.num_channels = num_channels
         self.eps = eps
@@ -151,4 +152,4 @@ class GroupNorm(Module):
     def extra_repr(self) -> str:
         """``num_groups, num_channels, eps=..., affine=..., bias=...``."""
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
-                f"affine={self.affine}, bias={self.bias is not None or not self.affine}")
+                f"affine={self.affine}, bias={self.bias is not None}")
