@@ -6,7 +6,7 @@ higher-order gradients and its compiled form come from the primitives' rules.
 from __future__ import annotations
 
 from numgrad import ops
-from numgrad.ops.conv import named
+from numgrad.ops.conv import named as _named
 from numgrad.tensor import Tensor
 
 
@@ -98,7 +98,7 @@ def mse_loss(input, target, reduction="mean") -> Tensor:
                       "broadcasting. Please ensure they have the same size.", UserWarning,
                       stacklevel=2)
     d = input - target
-    return named(_reduce(d * d, reduction), "MseLossBackward0")
+    return _named(_reduce(d * d, reduction), "MseLossBackward0")
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") -> Tensor:
@@ -126,8 +126,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
         valid = valid * ops.sum(ops.where(hit, ops.reshape(weight, (1, c)), 0), 1)
     loss = -(picked * valid)
     if reduction == "mean":
-        return named(ops.sum(loss) / ops.sum(valid), "NllLossBackward0")
-    return named(_reduce(loss, reduction), "NllLossBackward0")
+        return _named(ops.sum(loss) / ops.sum(valid), "NllLossBackward0")
+    return _named(_reduce(loss, reduction), "NllLossBackward0")
 
 
 def _arange_on(n, like):
@@ -205,7 +205,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     loss = -(target * log_x + (1 - target) * log_1mx)
     if weight is not None:
         loss = loss * weight
-    return named(_reduce(loss, reduction), "BinaryCrossEntropyBackward0")
+    return _named(_reduce(loss, reduction), "BinaryCrossEntropyBackward0")
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
@@ -226,7 +226,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_sig_neg
     if weight is not None:
         loss = loss * weight
-    return named(_reduce(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0")
+    return _named(_reduce(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0")
 
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
@@ -245,7 +245,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     if beta == 0:
         return _reduce(a, reduction)
     loss = ops.where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta)
-    return named(_reduce(loss, reduction), "SmoothL1LossBackward0")
+    return _named(_reduce(loss, reduction), "SmoothL1LossBackward0")
 
 
 _dropout_calls = __import__("itertools").count()

@@ -372,7 +372,7 @@ def _on(a, like):
 
 
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
-               ceil_mode: bool = False, return_indices: bool = False):
+               ceil_mode: bool = False, return_indices: bool = False) -> Tensor | tuple:
     """Max over sliding windows of ``(N, C, L)`` (``torch.nn.functional.max_pool1d``);
     ``stride`` defaults to ``kernel_size``, padding reads as ``-inf``.
 
@@ -384,7 +384,7 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
-               ceil_mode: bool = False, return_indices: bool = False):
+               ceil_mode: bool = False, return_indices: bool = False) -> Tensor | tuple:
     """Max over sliding windows of ``(N, C, H, W)`` (``torch.nn.functional.max_pool2d``);
     with ``return_indices`` also each max's flat index into its ``H * W`` plane.
 

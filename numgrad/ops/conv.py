@@ -21,10 +21,14 @@ input's array (as ``detach`` does): composites end with an op that saves no outp
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from numgrad.ops.registry import Cost, defop, identity_lowering
+
+if TYPE_CHECKING:
+    from numgrad.tensor import Tensor
 
 
 def window_shape(spatial, kernel, stride, dilation):
@@ -81,19 +85,19 @@ named_p = defop("named", kind="pointwise", inputs=("x",), params=("name",),
 named_p.defvjp(lambda g: g)
 
 
-def named(x, name: str):
+def named(x: Tensor, name: str) -> Tensor:
     """``x`` itself, its backward node printed as ``name`` (a composite's PyTorch node)."""
     if x.grad_fn is None:
         return x  # nothing to name: skip the extra step
     return named_p(x, name=name)
 
 
-def im2col(x, kernel, stride, dilation):
+def im2col(x: Tensor, kernel, stride, dilation) -> Tensor:
     """The windows of ``x`` ``(N, C, *spatial)``: ``(N, C, *kernel, *out_spatial)``."""
     return im2col_p(x, kernel=tuple(kernel), stride=tuple(stride), dilation=tuple(dilation))
 
 
-def col2im(g, shape, kernel, stride, dilation):
+def col2im(g: Tensor, shape, kernel, stride, dilation) -> Tensor:
     """The adjoint of ``im2col``: windows ``g`` summed back into an array of ``shape``."""
     return col2im_p(g, shape=tuple(shape), kernel=tuple(kernel), stride=tuple(stride),
                     dilation=tuple(dilation))

@@ -218,3 +218,16 @@ def test_constructor_errors_match_torch(call):
     with pytest.raises(type(want.value)) as got:
         call(nn)
     assert str(got.value).split("{")[0] == str(want.value).split("{")[0]
+
+
+@pytest.mark.parametrize("name", ["numgrad.nn.functional_conv", "numgrad.nn.functional_norm",
+                                  "numgrad.nn.conv", "numgrad.nn.pooling",
+                                  "numgrad.nn.normalization", "numgrad.nn.shape_and_dropout",
+                                  "numgrad.nn.activation_extra", "numgrad.nn.loss_extra"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name),
+                             extraglobs={"ng": ng, "F": ng.nn.functional},
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
