@@ -6,10 +6,8 @@ Room: nn. Each owns its weight and bias, initialised as PyTorch does (kaiming-un
 """
 from __future__ import annotations
 
-import math
-
-from numgrad.nn import functional_conv as F, init
-from numgrad.nn.layers import _param
+from numgrad.nn import functional_conv as F
+from numgrad.nn.layers import Linear, _param
 from numgrad.nn.module import Module
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
@@ -59,14 +57,17 @@ class _ConvNd(Module):
             self.register_parameter("bias", None)
         self.reset_parameters()
 
-    def reset_parameters(self) -> None:
-        """Draw fresh weights with PyTorch's default initialisation."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+    # Linear's: kaiming-uniform(a=sqrt(5)) weight, U(+-1/sqrt(fan_in)) bias, fan_in from the
+    # weight's dims 1.. (in_channels/groups * kernel), as PyTorch's _ConvNd does.
+    reset_parameters = Linear.reset_parameters
+
+    def forward(self, input):
+        """``conv{n}d(input, weight, bias, ...)``, padded by ``padding_mode`` first."""
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            input, padding = self._mode_pad(input)
+        return type(self)._fn(input, self.weight, self.bias, self.stride, padding,
+                              self.dilation, self.groups)
 
     def _mode_pad(self, input):
         """The input padded by ``padding_mode`` (the conv itself then pads nothing)."""
@@ -107,20 +108,13 @@ class Conv1d(_ConvNd):
     (1, 3, 3)
     """
     _n = 1
+    _fn = F.conv1d
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, device=device, dtype=dtype)
-
-    def forward(self, input):
-        """``conv1d(input, weight, bias, ...)``."""
-        padding = self.padding
-        if self.padding_mode != "zeros":
-            input, padding = self._mode_pad(input)
-        return F.conv1d(input, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
 
 
 class Conv2d(_ConvNd):
@@ -133,20 +127,13 @@ class Conv2d(_ConvNd):
 
     Raises ValueError when the channels are not divisible by ``groups``.
     """
+    _fn = F.conv2d
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, device=device, dtype=dtype)
-
-    def forward(self, input):
-        """``conv2d(input, weight, bias, ...)``."""
-        padding = self.padding
-        if self.padding_mode != "zeros":
-            input, padding = self._mode_pad(input)
-        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
 
 
 class ConvTranspose2d(_ConvNd):

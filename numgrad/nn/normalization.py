@@ -7,9 +7,22 @@ from __future__ import annotations
 
 from numgrad import creation
 from numgrad.grad_mode import no_grad
-from numgrad.nn import functional_norm as F, init
-from numgrad.nn.layers import _param
+from numgrad.nn import functional_norm as F
+from numgrad.nn.layers import LayerNorm, _param
 from numgrad.nn.module import Module
+
+
+def _affine(module, n, affine, bias, device, dtype):
+    """``weight`` and ``bias`` of ``n`` (or None each), as the norm layers register them."""
+    if affine:
+        module.weight = _param(n, device=device, dtype=dtype)
+        if bias:
+            module.bias = _param(n, device=device, dtype=dtype)
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
 
 
 class _BatchNorm(Module):
@@ -24,15 +37,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = _param(num_features, device=device, dtype=dtype)
-            if bias:
-                self.bias = _param(num_features, device=device, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, num_features, affine, bias, device, dtype)
         if track_running_stats:
             def buf(t):
                 t = t if dtype is None else t.to(dtype)
@@ -59,10 +64,7 @@ class _BatchNorm(Module):
     def reset_parameters(self) -> None:
         """Fresh running statistics; weight ones, bias zeros."""
         self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        LayerNorm.reset_parameters(self)
 
     def forward(self, input):
         """Batch statistics while training (updating the running ones), else the running
@@ -127,23 +129,10 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = _param(num_channels, device=device, dtype=dtype)
-            if bias:
-                self.bias = _param(num_channels, device=device, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, num_channels, affine, bias, device, dtype)
         self.reset_parameters()
 
-    def reset_parameters(self) -> None:
-        """Weight ones, bias zeros."""
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+    reset_parameters = LayerNorm.reset_parameters  # weight ones, bias zeros
 
     def forward(self, input):
         """``group_norm(input, num_groups, weight, bias, eps)``."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from numgrad import ops
 from numgrad.nn import functional_norm as F
+from numgrad.nn.layers import Dropout
 from numgrad.nn.module import Module
 
 
@@ -59,23 +60,12 @@ class Unflatten(Module):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
-class _ChannelDropout(Module):
+class _ChannelDropout(Dropout):
     _fn = None
-
-    def __init__(self, p: float = 0.5, inplace: bool = False):
-        super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace
 
     def forward(self, input):
         """Whole channels zeroed with probability ``p`` while training."""
         return type(self)._fn(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self) -> str:
-        """``p=..., inplace=...``."""
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Dropout1d(_ChannelDropout):
