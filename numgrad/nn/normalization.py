@@ -85,7 +85,7 @@ class _BatchNorm(Module):
                             use_batch, factor, self.eps)
 
     def extra_repr(self) -> str:
-        """``num_features, eps=..., momentum=..., affine=..., bias=..., track_running_stats=...``."""
+        """``num_features, eps=..., momentum=..., affine=..., bias=..., track_running_stats``."""
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, bias={self.bias is not None}, "
                 f"track_running_stats={self.track_running_stats}")
