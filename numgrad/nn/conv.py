@@ -155,9 +155,20 @@ class ConvTranspose2d(_ConvNd):
                          groups, bias, padding_mode, output_padding, device=device, dtype=dtype)
 
     def forward(self, input, output_size=None):
-        """``conv_transpose2d(input, weight, bias, ...)``."""
+        """``conv_transpose2d(input, weight, bias, ...)``; ``output_size`` picks the
+        output padding that gives that size (the stride leaves a choice)."""
+        output_padding = self.output_padding
         if output_size is not None:
-            raise NotImplementedError("ConvTranspose2d: output_size is not supported; pass "
-                                      "output_padding")
+            output_padding = self._output_padding(input, list(output_size)[-2:])
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, self.groups, self.dilation)
+                                  output_padding, self.groups, self.dilation)
+
+    def _output_padding(self, input, size):
+        spatial = tuple(input.shape[-2:])
+        lo = [(s - 1) * st - 2 * p + d * (k - 1) + 1 for s, st, p, d, k in
+              zip(spatial, self.stride, self.padding, self.dilation, self.kernel_size)]
+        hi = [m + st - 1 for m, st in zip(lo, self.stride)]
+        if any(not a <= s <= b for a, s, b in zip(lo, size, hi)):
+            raise ValueError(f"requested an output size of {size}, but valid sizes range from "
+                             f"{lo} to {hi} (for an input of {list(spatial)})")
+        return tuple(s - a for s, a in zip(size, lo))

@@ -231,3 +231,18 @@ def test_docstring_examples_run(name):
                              extraglobs={"ng": ng, "F": ng.nn.functional},
                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_conv_transpose_output_size_matches_torch():
+    ours, theirs = nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1).double(), \
+        torch.nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1).double()
+    _copy_params(ours, theirs)
+    x = np.random.default_rng(0).standard_normal((1, 2, 4, 5))
+    got = ours(ng.tensor(x), output_size=[8, 10])
+    want = theirs(torch.tensor(x), output_size=[8, 10])
+    assert tuple(got.shape) == tuple(want.shape) == (1, 3, 8, 10)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), **TOL)
+    with pytest.raises(ValueError, match="requested an output size of"):
+        theirs(torch.tensor(x), output_size=[12, 10])
+    with pytest.raises(ValueError, match="requested an output size of"):
+        ours(ng.tensor(x), output_size=[12, 10])
