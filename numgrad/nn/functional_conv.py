@@ -457,12 +457,14 @@ def _adaptive_sizes(output_size, spatial, n):
     return tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
 
 
-def _adaptive(n, input, output_size, mode):
+def _adaptive(n, input, output_size, mode, return_indices=False):
     name = f"adaptive_{mode}_pool{n}d"
     x, unbatched = _batched(input, n, name)
     spatial = tuple(x.shape[2:])
     out_sp = _adaptive_sizes(output_size, spatial, n)
-    if all(s % o == 0 for s, o in zip(spatial, out_sp)):  # regular windows: one strided view
+    flat = None
+    if all(s % o == 0 for s, o in zip(spatial, out_sp)) and not return_indices:
+        # Regular windows: one strided view.
         kernel = tuple(s // o for s, o in zip(spatial, out_sp))
         cols = ops.reshape(im2col(x, kernel, kernel, (1,) * n),
                            tuple(x.shape[:2]) + (math.prod(kernel),) + out_sp)
@@ -487,11 +489,22 @@ def _adaptive(n, input, output_size, mode):
         cols = ops.reshape(g, tuple(x.shape[:2]) + out_sp + (-1,))
         weights = np.transpose(mask, perm).reshape(out_sp + (-1,))  # mask: (o1, k1, o2, ..)
         red = -1
+        flat = np.zeros((), np.int64)  # each gathered element's flat index in the plane
+        for i, s in enumerate(spatial):
+            flat = flat * s + index[i]
+        flat = np.transpose(flat, perm).reshape(out_sp + (-1,))
     if mode == "max":
         if weights is not None:
             cols = ops.where(_on(weights, x), cols, -math.inf)
-        out = ops.max(cols, red)[0]
+        out, arg = ops.max(cols, red)
         node = _pool_node(n, "AdaptiveMaxPool{}DBackward0")
+        if return_indices:  # the picked element's flat index: a one-hot sum, traceable
+            hit = ops.unsqueeze(arg, -1) == _on(np.arange(flat.shape[-1]), x)
+            indices = ops.sum(ops.where(hit, _on(flat, x), 0), -1)
+            out = named(out, node)
+            if unbatched:
+                return ops.squeeze(out, 0), ops.squeeze(indices, 0)
+            return out, indices
     else:
         if weights is not None:
             w = weights / weights.sum(-1, keepdims=True)
@@ -523,17 +536,16 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     return _adaptive(2, input, output_size, "avg")
 
 
-def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False) -> Tensor:
+def adaptive_max_pool2d(input: Tensor, output_size,
+                        return_indices: bool = False) -> Tensor | tuple:
     """Max over an ``output_size`` grid of windows covering ``(N, C, H, W)``
-    (``torch.nn.functional.adaptive_max_pool2d``). ``return_indices=True`` raises
-    NotImplementedError (not provided yet).
+    (``torch.nn.functional.adaptive_max_pool2d``); with ``return_indices`` also each max's
+    flat index into its ``H * W`` plane.
 
     >>> F.adaptive_max_pool2d(ng.ones(1, 2, 5, 7), 3).shape
     (1, 2, 3, 3)
     """
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d: return_indices=True is not supported")
-    return _adaptive(2, input, output_size, "max")
+    return _adaptive(2, input, output_size, "max", return_indices)
 
 
 # ----------------------------------------------------------------------- unfold / fold

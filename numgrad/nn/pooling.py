@@ -141,7 +141,7 @@ class AdaptiveAvgPool2d(_AdaptivePool):
 
 class AdaptiveMaxPool2d(_AdaptivePool):
     """Max over an ``output_size`` grid covering ``(N, C, H, W)``
-    (``torch.nn.AdaptiveMaxPool2d``; ``return_indices=True`` is not supported).
+    (``torch.nn.AdaptiveMaxPool2d``).
 
     >>> ng.nn.AdaptiveMaxPool2d(2)(ng.ones(1, 2, 5, 5)).shape
     (1, 2, 2, 2)

@@ -213,3 +213,15 @@ def _raises_like_torch(call):
 def test_errors_match_torch(call):
     got, want = _raises_like_torch(call)
     assert got.split(",")[0].split(":")[0] == want.split(",")[0].split(":")[0]
+
+
+@pytest.mark.parametrize("size", [(3, 4), 2, (1, None)])
+def test_adaptive_max_pool_indices_match_torch(size):
+    x = np.random.default_rng(0).standard_normal((2, 3, 7, 6))
+    x[0, 0, :3, :3] = 1.0  # ties: the first maximum in the window, as PyTorch picks
+    want, wi = TF.adaptive_max_pool2d(torch.tensor(x), size, return_indices=True)
+    got, gi = NF.adaptive_max_pool2d(ng.tensor(x), size, return_indices=True)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(gi.numpy(), wi.numpy())
+    _, gi = NF.adaptive_max_pool2d(ng.tensor(x[0]), size, return_indices=True)
+    np.testing.assert_array_equal(gi.numpy(), wi.numpy()[0])
