@@ -9,8 +9,10 @@ cross-entropy over int64 labels, the gradients of all ten parameters and an SGD 
 (lr 0.01) in place. One thread for every system (``bench.common.pin_threads``). Each
 system starts from the same weights and batch; the losses after the timed steps are
 compared, so a system that computes something else shows it. Prints the median step time
-of each system over ``--repeats`` timed steps (after warm-up steps that include the
-compiles) and its ratio to torch eager; draws the medians as bars into ``--plot``.
+of each system over ``--repeats`` timed steps, the systems taking turns step by step
+(after warm-up steps that include the compiles), and its ratio to torch eager (and the
+fastest step's, steadier where other processes share the cores); draws the
+medians as bars into ``--plot``.
 """
 from __future__ import annotations
 
@@ -109,23 +111,33 @@ SYSTEMS = {"torch eager": torch_eager, "torch.compile": torch_compile,
            "numgrad jit(value_and_grad)": numgrad_jit_vg}
 
 
-def measure(build, data, repeats, warmup):
-    step = build(data)
-    for _ in range(warmup):
-        step()
-    times = []
+def measure(builders, repeats, warmup):
+    """``{name: (median seconds, final loss, fastest seconds)}``. The systems take turns, one step each per
+    round, so a load change on a shared machine falls on all of them alike."""
+    steps, times, losses = {}, {}, {}
+    for name, build in builders.items():
+        try:
+            step = build(make_data())
+            for _ in range(warmup):
+                step()
+        except Exception as e:  # noqa: BLE001 (torch.compile may be unusable here)
+            print(f"{name}: unavailable ({type(e).__name__}: {str(e).splitlines()[0][:100]})")
+            continue
+        steps[name], times[name] = step, []
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        loss = step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), float(loss)
+        for name, step in steps.items():
+            t0 = time.perf_counter()
+            losses[name] = step()
+            times[name].append(time.perf_counter() - t0)
+    return {name: (statistics.median(times[name]), float(losses[name].detach()),
+                   min(times[name])) for name in steps}
 
 
 def plot(results, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    names = [n for n in results if results[n][0] is not None]
+    names = list(results)
     ms = [results[n][0] * 1e3 for n in names]
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     bars = ax.barh(names[::-1], ms[::-1], color="#4c72b0")
@@ -153,21 +165,17 @@ def main(argv=None):
     p.add_argument("--systems", default=",".join(SYSTEMS))
     args = p.parse_args(argv)
     common.pin_threads(1)
-    results = {}
-    for name in args.systems.split(","):
-        data = make_data()
-        try:
-            results[name] = measure(SYSTEMS[name], data, args.repeats, args.warmup)
-        except Exception as e:  # noqa: BLE001 (torch.compile may be unusable here)
-            print(f"{name}: unavailable ({type(e).__name__}: {str(e).splitlines()[0][:100]})")
-            results[name] = (None, None)
+    results = measure({n: SYSTEMS[n] for n in args.systems.split(",")}, args.repeats,
+                      args.warmup)
     base = results.get("torch eager", (None,))[0]
-    print(f"{'system':30s} {'median ms':>10s} {'vs torch eager':>15s} {'final loss':>12s}")
-    for name, (t, loss) in results.items():
-        if t is None:
-            continue
+    fast = results.get("torch eager", (None,) * 3)[2]
+    print(f"{'system':28s} {'median ms':>9s} {'ratio':>6s} {'fastest ms':>10s} {'ratio':>6s} "
+          f"{'final loss':>10s}")
+    for name, (t, loss, best) in results.items():
         ratio = f"{t / base:.2f}x" if base else "-"
-        print(f"{name:30s} {t * 1e3:10.3f} {ratio:>15s} {loss:12.6f}")
+        ratio_best = f"{best / fast:.2f}x" if fast else "-"
+        print(f"{name:28s} {t * 1e3:9.2f} {ratio:>6s} {best * 1e3:10.2f} {ratio_best:>6s} "
+              f"{loss:10.6f}")
     if args.plot:
         print("plot:", plot(results, args.plot))
 
