@@ -111,7 +111,10 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
     """
     pairs = _pad_pairs(input, pad)
     if mode == "constant":
-        return named(_constant_pad(input, pairs, value or 0.0), "ConstantPadNdBackward0")
+        out = _constant_pad(input, pairs, value or 0.0)
+        if out is input:  # nothing to pad: a new tensor all the same, as PyTorch's
+            out = ops.clone(input)
+        return named(out, "ConstantPadNdBackward0")
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     k = len(pairs)
@@ -340,6 +343,8 @@ def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, retur
                if return_indices else None)
         if out is None:
             out, flat = view, pos
+            if math.prod(kernel) == 1:  # the view is the result: its own storage instead
+                out = ops.clone(view)
             continue
         take = (view > out) | (view != view)
         out = ops.where(take, view, out)

@@ -225,3 +225,14 @@ def test_adaptive_max_pool_indices_match_torch(size):
     np.testing.assert_array_equal(gi.numpy(), wi.numpy())
     _, gi = NF.adaptive_max_pool2d(ng.tensor(x[0]), size, return_indices=True)
     np.testing.assert_array_equal(gi.numpy(), wi.numpy()[0])
+
+
+@pytest.mark.parametrize("fn", [lambda x: NF.pad(x, (0, 0)), lambda x: NF.max_pool2d(x, 1),
+                                lambda x: NF.conv2d(x, ng.ones(2, 2, 1, 1))])
+def test_results_own_their_storage(fn):
+    # an in-place op on the result must not write through to the input
+    x = ng.ones(1, 2, 3, 3, requires_grad=True) * 1.0
+    y = fn(x)
+    y.relu_()
+    y.mul_(0.0)
+    assert float(x.sum()) == 18.0
