@@ -9,3 +9,14 @@ from numgrad.nn.containers import Sequential, ModuleList, ModuleDict  # noqa: F4
 from numgrad.nn.layers import Identity, Linear, Embedding, LayerNorm, Dropout  # noqa: F401
 from numgrad.nn.activation import ReLU, Tanh, Sigmoid, GELU, Softmax, LogSoftmax  # noqa: F401
 from numgrad.nn.loss import MSELoss, CrossEntropyLoss  # noqa: F401
+from numgrad.nn.conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
+from numgrad.nn.pooling import (  # noqa: F401
+    MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+)
+from numgrad.nn.normalization import BatchNorm1d, BatchNorm2d, GroupNorm  # noqa: F401
+from numgrad.nn.shape_and_dropout import Flatten, Unflatten, Dropout1d, Dropout2d  # noqa: F401
+from numgrad.nn.activation_extra import LeakyReLU, ELU, SiLU, Softplus, Hardtanh  # noqa: F401
+from numgrad.nn.loss_extra import (  # noqa: F401
+    NLLLoss, BCELoss, BCEWithLogitsLoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss,
+)

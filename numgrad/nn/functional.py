@@ -6,6 +6,7 @@ higher-order gradients and its compiled form come from the primitives' rules.
 from __future__ import annotations
 
 from numgrad import ops
+from numgrad.ops.conv import named as _named
 from numgrad.tensor import Tensor
 
 
@@ -97,7 +98,7 @@ def mse_loss(input, target, reduction="mean") -> Tensor:
                       "broadcasting. Please ensure they have the same size.", UserWarning,
                       stacklevel=2)
     d = input - target
-    return _reduce(d * d, reduction)
+    return _named(_reduce(d * d, reduction), "MseLossBackward0")
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") -> Tensor:
@@ -125,8 +126,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
         valid = valid * ops.sum(ops.where(hit, ops.reshape(weight, (1, c)), 0), 1)
     loss = -(picked * valid)
     if reduction == "mean":
-        return ops.sum(loss) / ops.sum(valid)
-    return _reduce(loss, reduction)
+        return _named(ops.sum(loss) / ops.sum(valid), "NllLossBackward0")
+    return _named(_reduce(loss, reduction), "NllLossBackward0")
 
 
 def _arange_on(n, like):
@@ -204,7 +205,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     loss = -(target * log_x + (1 - target) * log_1mx)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return _named(_reduce(loss, reduction), "BinaryCrossEntropyBackward0")
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
@@ -225,7 +226,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_sig_neg
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return _named(_reduce(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0")
 
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
@@ -243,7 +244,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     a = ops.abs(d)
     if beta == 0:
         return _reduce(a, reduction)
-    return _reduce(ops.where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta), reduction)
+    loss = ops.where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta)
+    return _named(_reduce(loss, reduction), "SmoothL1LossBackward0")
 
 
 _dropout_calls = __import__("itertools").count()
@@ -350,3 +352,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
         pad = ops.unsqueeze(flat == padding_idx, 1)
         rows = ops.where(pad, rows.detach(), rows)  # same values, no gradient there
     return ops.reshape(rows, tuple(input.shape) + (weight.shape[1],))
+
+
+# ------------------------------------------------- convolution, pooling, normalisation
+from numgrad.nn.functional_conv import (  # noqa: E402,F401
+    pad, conv1d, conv2d, conv_transpose2d, max_pool1d, max_pool2d, avg_pool1d, avg_pool2d,
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, unfold, fold, interpolate,
+)
+from numgrad.nn.functional_norm import (  # noqa: E402,F401
+    batch_norm, group_norm, dropout1d, dropout2d, hardtanh, huber_loss, kl_div,
+)
