@@ -12,12 +12,10 @@ values, so ``ng.jit(vmap(grad(f)))`` traces into one plan.
 from __future__ import annotations
 
 import functools
-import itertools
 
+from numgrad.autograd.forward_ad import next_depth
 from numgrad.func import batching
 from numgrad.tensor import Tensor
-
-_depth = itertools.count(1)  # levels created later see operands first (see Level.process)
 
 
 class Batched:
@@ -65,7 +63,7 @@ class Level:
     def __init__(self, size, randomness):
         self.size = size
         self.randomness = randomness
-        self._ng_depth = next(_depth)
+        self._ng_depth = next(next_depth)  # shared with forward mode's levels
         self.ctx = batching.Ctx(size, self)
 
     # Tensor.detach asks the payload's interpreter (a trace records a stop-gradient).
