@@ -147,16 +147,16 @@ def _matmul(ctx, prim, datas, params):
     xp, yp = x, y
     # A batched vector becomes a one-row (x) or one-column (y) matrix, so that NumPy's
     # matmul does not read the batch dim as the vector's matrix dim.
-    if ctx.batched(x) and len(xs) == 1:
-        xp, xs = reshape(x.value, (ctx.size, 1) + xs), (1,) + xs
-        squeeze.append(-2 if len(ys) > 1 else -1)
-    elif ctx.batched(x):
-        xp = x.value
     if ctx.batched(y) and len(ys) == 1:
         yp, ys = reshape(y.value, (ctx.size,) + ys + (1,)), ys + (1,)
         squeeze.append(-1)
     elif ctx.batched(y):
         yp = y.value
+    if ctx.batched(x) and len(xs) == 1:
+        xp, xs = reshape(x.value, (ctx.size, 1) + xs), (1,) + xs
+        squeeze.append(-2 if len(ys) > 1 else -1)
+    elif ctx.batched(x):
+        xp = x.value
     n = max(len(xs), len(ys))
     if ctx.batched(x):
         xp = reshape(xp, (ctx.size,) + (1,) * (n - len(xs)) + xs)
