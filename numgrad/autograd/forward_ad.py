@@ -16,6 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from numgrad import tracing_hook
 from numgrad.grad_mode import enable_grad
 from numgrad.tensor import Tensor
 
@@ -66,6 +67,28 @@ def _payload_detach(v):
     return v if interp is None else interp.detach(v)
 
 
+def lift_payload(v):
+    """``v`` without reverse-mode history but with what transform levels attach (tangents,
+    batches), at every level: see ``transform_detach``."""
+    interp = getattr(v, "_ng_interpreter", None)
+    if interp is None:
+        return v
+    lift = getattr(interp, "lift_payload", None)
+    return interp.detach(v) if lift is None else lift(v)
+
+
+def transform_detach(t):
+    """``t.detach()`` as a function transform takes it (``ng.grad`` making its leaves,
+    ``ng.func.vjp``, the results it returns): the reverse-mode history goes, the tangent of
+    forward mode and the batch of ``vmap`` stay, so ``jacfwd(grad(f))`` sees the tangent
+    through the gradient (as torch.func's levels do). A plain ``t.detach()`` drops the
+    tangent, as PyTorch's does."""
+    d = t._data
+    if getattr(getattr(d, "_ng_interpreter", None), "lift_payload", None) is None:
+        return t.detach()
+    return Tensor._make(lift_payload(d), None, t._vc)
+
+
 class Level:
     """One forward-mode level: the interpreter of its dual payloads."""
 
@@ -76,10 +99,15 @@ class Level:
     def owns(self, d):
         return type(d) is Dual and d._ng_interpreter is self
 
-    # Tensor.detach asks the payload's interpreter. The tangent is kept: detach stops
-    # reverse-mode gradients (ng.func.grad detaches its inputs), not forward ones.
+    # Tensor.detach asks the payload's interpreter: the tangent goes too, as in PyTorch.
     def detach(self, d):
-        return Dual(_payload_detach(d.primal), d.tangent, self)
+        return _payload_detach(d.primal)
+
+    def refuse_backward(self):
+        pass  # reverse mode over a dual tensor differentiates its primal, as PyTorch does
+
+    def lift_payload(self, d):
+        return Dual(lift_payload(d.primal), d.tangent, self)
 
     def detached(self, tensor, out):
         pass
@@ -109,6 +137,16 @@ def _zeros(like):
     return np.zeros(like.shape, like.dtype)
 
 
+def zeros_leaf(like):
+    """A zero leaf like ``like`` that requires grad, for differentiating a vjp w.r.t. its
+    cotangent. While ``@ng.jit`` traces it must be a traced value: a concrete tensor that
+    requires grad would be captured as an input of the plan, and the graph would not lead
+    back to this leaf."""
+    if tracing_hook.capture is None:
+        return Tensor._make(_zeros(like._data)).requires_grad_(True)
+    return (like.detach() * 0).requires_grad_(True)
+
+
 def _transposed_vjp(prim, primals, out, tangents, params):
     """``sum_i J_i t_i`` from the vjp rules: each rule's result is linear in ``g``, so its
     vjp w.r.t. ``g`` with cotangent ``t_i`` is ``J_i t_i``."""
@@ -116,8 +154,7 @@ def _transposed_vjp(prim, primals, out, tangents, params):
     from numgrad.ops.dispatch import OpNode
     xs = [Tensor._make(p) for p in primals]
     with enable_grad():
-        g = Tensor._make(_zeros(out))
-        g.requires_grad_(True)
+        g = zeros_leaf(Tensor._make(out))
         node = OpNode(prim, params, xs, tuple(i for i, t in enumerate(tangents)
                                               if t is not None))
         if node._wants_out:

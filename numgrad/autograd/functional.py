@@ -9,8 +9,8 @@ linear in its cotangent, so differentiating it w.r.t. the cotangent gives J·v.
 """
 from __future__ import annotations
 
-from numgrad import tracing_hook
 from numgrad.autograd import engine
+from numgrad.autograd.forward_ad import transform_detach, zeros_leaf
 from numgrad.creation import zeros_like
 from numgrad.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from numgrad.tensor import Tensor
@@ -52,12 +52,12 @@ def _grad_preprocess(inputs, create_graph, need_graph):
     # With create_graph, an input that requires grad is viewed (not detached) so that the
     # result stays differentiable w.r.t. the caller's tensors.
     return tuple(inp.view(inp.shape) if create_graph and inp.requires_grad
-                 else inp.detach().requires_grad_(need_graph) for inp in inputs)
+                 else transform_detach(inp).requires_grad_(need_graph) for inp in inputs)
 
 
 def _grad_postprocess(inputs, create_graph):
     if isinstance(inputs[0], Tensor):
-        return inputs if create_graph else tuple(inp.detach() for inp in inputs)
+        return inputs if create_graph else tuple(transform_detach(inp) for inp in inputs)
     return tuple(_grad_postprocess(inp, create_graph) for inp in inputs)
 
 
@@ -155,15 +155,6 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
     return tuple(res)
 
 
-def _zeros_leaf(like):
-    """A zero leaf that requires grad, for the double-backward trick. Under ``@ng.jit`` it
-    must be a traced value: a concrete tensor that requires grad would be captured as an
-    input of the plan, and the graph would then not lead back to this leaf."""
-    if tracing_hook.concrete(like._data):
-        return zeros_like(like, requires_grad=True)
-    return (like.detach() * 0).requires_grad_(True)
-
-
 def _prepare_v(v, against, is_tuple, create_graph, fn_name, what):
     if v is not None:
         _, v = _as_tuple(v, "v", fn_name)
@@ -225,7 +216,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
                                               "jvp")
         _check_requires_grad(outputs, "outputs", strict=strict)
-        grad_outputs = tuple(_zeros_leaf(out) for out in outputs)
+        grad_outputs = tuple(zeros_leaf(out) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
@@ -424,7 +415,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     with enable_grad():
         is_in, inputs, v, is_out, outputs, jac = _first_grad(func, inputs, v, create_graph,
                                                              strict, "hvp")
-        grad_jac = tuple(_zeros_leaf(inp) for inp in inputs)
+        grad_jac = tuple(zeros_leaf(inp) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
     with set_grad_enabled(True if create_graph else is_grad_enabled()):

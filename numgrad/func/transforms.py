@@ -126,7 +126,8 @@ def vjp(func, *primals, has_aux=False):
     # mode, the products stay differentiable w.r.t. the caller's tensors.
     attach = getattr(_jax._depth, "n", 0) > 0 or (
         is_grad_enabled() and any(x.requires_grad for x in leaves))
-    ins = [x if attach and x.requires_grad else x.detach().requires_grad_(True) for x in leaves]
+    ins = [x if attach and x.requires_grad else fwad.transform_detach(x).requires_grad_(True)
+           for x in leaves]
     _jax._depth.n = getattr(_jax._depth, "n", 0) + 1
     try:
         with enable_grad():
@@ -179,7 +180,8 @@ def _spec(tree):
 
 def _detach_tree(tree):
     spec, leaves = flatten(tree)
-    return unflatten(spec, [x.detach() if isinstance(x, Tensor) else x for x in leaves])
+    return unflatten(spec, [fwad.transform_detach(x) if isinstance(x, Tensor) else x
+                               for x in leaves])
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 
-from numgrad.autograd.forward_ad import next_depth
+from numgrad.autograd.forward_ad import lift_payload, next_depth
 from numgrad.func import batching
 from numgrad.tensor import Tensor
 
@@ -72,6 +72,14 @@ class Level:
 
     def detached(self, tensor, out):
         pass  # a batched value is never written in place through an alias
+
+    def refuse_backward(self):
+        raise RuntimeError("backward() called inside a functorch transform. This is not "
+                           "supported, please use functorch.grad or functorch.vjp instead or "
+                           "call backward() outside of functorch transforms.")
+
+    def lift_payload(self, d):
+        return Batched(lift_payload(d.value), self)
 
     def process(self, prim, datas, params):
         # An operand batched by a level created inside this one (nested vmap) is handled
