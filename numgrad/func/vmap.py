@@ -15,6 +15,8 @@ import functools
 
 from numgrad.autograd.forward_ad import lift_payload, next_depth
 from numgrad.func import batching
+from numgrad.autograd.graph import Node, edge_of
+from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 
 
@@ -63,6 +65,7 @@ class Level:
     def __init__(self, size, randomness):
         self.size = size
         self.randomness = randomness
+        self.active = True
         self._ng_depth = next(next_depth)  # shared with forward mode's levels
         self.ctx = batching.Ctx(size, self)
 
@@ -80,6 +83,29 @@ class Level:
 
     def lift_payload(self, d):
         return Batched(lift_payload(d.value), self)
+
+    def settle_grad(self, g):
+        """``g`` summed over the examples once this vmap has returned (see engine._add)."""
+        if self.active:
+            return g
+        g = to_physical(g, self, 0).sum(0)
+        outer = getattr(getattr(g._data, "_ng_interpreter", None), "settle_grad", None)
+        return g if outer is None else outer(g)
+
+    def reduce_grad(self, g, t):
+        """The gradient ``g`` (batched here) for ``t``: summed over the examples where ``t``
+        is shared by all of them (made outside this vmap: a captured parameter) and the
+        backward runs after the vmap returned."""
+        if self.active:  # a gradient taken inside the vmap is per example (vmap(grad(f)))
+            return g
+        d = t._data
+        while isinstance(d, Batched):
+            if d._ng_interpreter is self:
+                return g
+            d = d.value
+        g = to_physical(g, self, 0).sum(0)
+        outer = getattr(getattr(g._data, "_ng_interpreter", None), "reduce_grad", None)
+        return g if outer is None else outer(g, t)
 
     def process(self, prim, datas, params):
         # An operand batched by a level created inside this one (nested vmap) is handled
@@ -209,20 +235,57 @@ def _run(func, args, kwargs, leaves, size, lo, hi, out_dims, randomness, fname):
         if d is None or not isinstance(x, Tensor):
             mapped.append(x)
             continue
-        v = batching.moveaxis(x._data, d % x.ndim, 0)
+        d %= x.ndim
         if (lo, hi) != (0, size):
-            v = batching.take_range(v, lo, hi)
-        mapped.append(_wrap(x, Batched(v, level)))
-    out = func(*_rebuild(args, iter(mapped)), **kwargs)
-    return _unwrap(out, out_dims, level, fname)
+            x = x.narrow(d, lo, hi - lo)
+        mapped.append(to_batched(x, level, d))
+    try:
+        out = func(*_rebuild(args, iter(mapped)), **kwargs)
+        return _unwrap(out, out_dims, level, fname)
+    finally:
+        level.active = False
 
 
-def _wrap(x, payload):
-    """A tensor with ``payload`` that keeps ``x``'s requires_grad (a fresh leaf inside)."""
-    t = Tensor._make(payload)
-    if x.requires_grad:
-        t._requires_grad = True
-    return t
+class _Boundary(Node):
+    """Where a ``vmap`` meets the autograd graph: into the level (a tensor seen as a batch
+    of examples) or out of it. Each one's backward is the other, so gradients (of any
+    order) flow through ``vmap`` both ways, as through torch.func's."""
+
+    __slots__ = ("level", "dim", "into")
+
+    def __init__(self, t, level, dim, into):
+        super().__init__((edge_of(t),))
+        self.level, self.dim, self.into = level, dim, into
+
+    def name(self):
+        return "VmapInBackward" if self.into else "VmapOutBackward"
+
+    def apply(self, grads):
+        g = grads[0]
+        if g is None:
+            return [None]
+        return [to_physical(g, self.level, self.dim) if self.into else
+                to_batched(g, self.level, self.dim)]
+
+
+def to_batched(x, level, dim):
+    """The tensor of ``level``'s examples that ``x`` holds along ``dim``."""
+    payload = Batched(batching.moveaxis(x._data, dim, 0), level)
+    if x.requires_grad and is_grad_enabled():
+        return Tensor._make(payload, _Boundary(x, level, dim, True))
+    return Tensor._make(payload)
+
+
+def to_physical(t, level, dim):
+    """The tensor holding ``t``'s examples along ``dim`` (expanded when ``t`` is the same
+    for every example)."""
+    d = t._data
+    phys = d.value if isinstance(d, Batched) and d._ng_interpreter is level else \
+        level.ctx.full(d)
+    phys = batching.moveaxis(phys, 0, dim)
+    if t.requires_grad and is_grad_enabled():
+        return Tensor._make(phys, _Boundary(t, level, dim, False))
+    return Tensor._make(phys)
 
 
 def _unwrap(out, out_dims, level, fname):
@@ -246,14 +309,11 @@ def _unwrap(out, out_dims, level, fname):
     if not isinstance(out, Tensor):
         raise ValueError(f"vmap({fname}, ...): `{fname}` must only return Tensors, got type "
                          f"{type(out)}. Did you mean to set out_dims= to None for output?")
-    d = out._data
-    phys = d.value if isinstance(d, Batched) and d._ng_interpreter is level else \
-        level.ctx.full(d)
-    n = len(phys.shape)
+    n = out.ndim + 1
     if not -n <= out_dims < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
                          f"but got {out_dims})")
-    return Tensor._make(batching.moveaxis(phys, 0, out_dims % n))
+    return to_physical(out, level, out_dims % n)
 
 
 def _concat(parts, out_dims):
