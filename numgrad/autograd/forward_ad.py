@@ -11,6 +11,7 @@ tangents; every other primitive gets its jvp by transposing its vjp rule: the vj
 from __future__ import annotations
 
 import contextlib
+import math
 import itertools
 from collections import namedtuple
 
@@ -49,7 +50,7 @@ class Dual:
     shape = property(lambda self: self.primal.shape)
     dtype = property(lambda self: self.primal.dtype)
     ndim = property(lambda self: len(self.primal.shape))
-    size = property(lambda self: int(np.prod(self.primal.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.primal.shape))
     _ng_weak = property(lambda self: getattr(self.primal, "_ng_weak", False))
 
     def _ng_concrete(self, reason=None):

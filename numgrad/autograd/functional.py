@@ -167,6 +167,19 @@ def _prepare_v(v, against, is_tuple, create_graph, fn_name, what):
     return None
 
 
+def _last_grad(outs, wrt, v, refs, strict, create_graph, stage):
+    """The final product: ``v``-weighted gradients of ``outs`` w.r.t. ``wrt``, zeros filled
+    in (shaped like ``refs``); a graph is built only under ``create_graph``."""
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(outs, wrt, v, create_graph=create_graph)
+        return _fill_in_zeros(grad_res, refs, strict, create_graph, stage)
+
+
+def _results(outputs, is_out, res, is_res, create_graph):
+    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_out),
+            _tuple_postprocess(_grad_postprocess(res, create_graph), is_res))
+
+
 def _single_output(outputs, is_tuple, fn_name):
     if is_tuple or not isinstance(outputs[0], Tensor):
         raise RuntimeError(f"The function given to {fn_name} should return a single Tensor")
@@ -191,11 +204,8 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         _check_requires_grad(outputs, "outputs", strict=strict)
         v = _prepare_v(v, outputs, is_outputs_tuple, create_graph, "vjp",
                        "user-provided function returns")
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
-            _tuple_postprocess(_grad_postprocess(res, create_graph), is_inputs_tuple))
+    res = _last_grad(outputs, inputs, v, inputs, strict, create_graph, "back")
+    return _results(outputs, is_outputs_tuple, res, is_inputs_tuple, create_graph)
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -219,11 +229,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         grad_outputs = tuple(zeros_leaf(out) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
-    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
-            _tuple_postprocess(_grad_postprocess(res, create_graph), is_outputs_tuple))
+    res = _last_grad(grad_inputs, grad_outputs, v, outputs, strict, create_graph, "back_trick")
+    return _results(outputs, is_outputs_tuple, res, is_outputs_tuple, create_graph)
 
 
 def _jacfwd(func, inputs, strict=False, vectorize=False):
@@ -396,11 +403,8 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     with enable_grad():
         is_in, inputs, v, is_out, outputs, jac = _first_grad(func, inputs, v, create_graph,
                                                              strict, "vhp")
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_out),
-            _tuple_postprocess(_grad_postprocess(res, create_graph), is_in))
+    res = _last_grad(jac, inputs, v, inputs, strict, create_graph, "double_back")
+    return _results(outputs, is_out, res, is_in, create_graph)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -418,8 +422,6 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         grad_jac = tuple(zeros_leaf(inp) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_out),
-            _tuple_postprocess(_grad_postprocess(res, create_graph), is_in))
+    res = _last_grad(double_back, grad_jac, v, inputs, strict, create_graph,
+                     "double_back_trick")
+    return _results(outputs, is_out, res, is_in, create_graph)

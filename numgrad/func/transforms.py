@@ -231,6 +231,25 @@ def _basis(n, like):
     return Tensor._make(np.eye(n, dtype=like.dtype.np))
 
 
+def _at(func, args, nums):
+    """``func`` as a function of the arguments in ``nums`` (the others fixed to ``args``)."""
+    def f(*ps):
+        full = list(args)
+        for n, p in zip(nums, ps):
+            full[n] = p
+        return func(*full)
+    return f
+
+
+def _split(e, likes, sizes):
+    """A basis vector ``e`` cut into pieces shaped like ``likes`` (``sizes`` elements each)."""
+    parts, at = [], 0
+    for x, k in zip(likes, sizes):
+        parts.append(e[at:at + k].reshape(x.shape))
+        at += k
+    return parts
+
+
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     """The Jacobian by reverse mode (``torch.func.jacrev``): vjps of the rows of the identity,
     mapped with ``vmap``. A single output and an int ``argnums`` give one tensor of shape
@@ -245,14 +264,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     def wrapped(*args):
         nums = _argnums(argnums, args)
         primals = tuple(args[n] for n in nums)
-
-        def f(*ps):
-            full = list(args)
-            for n, p in zip(nums, ps):
-                full[n] = p
-            return func(*full)
-
-        res = vjp(f, *primals, has_aux=has_aux)
+        res = vjp(_at(func, args, nums), *primals, has_aux=has_aux)
         out, fn = res[0], res[1]
         spec_o, outs = flatten(out)
         sizes = [o.numel() for o in outs]
@@ -261,11 +273,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
         spec_i, ins = flatten(primals)
 
         def row(e):
-            cts, at = [], 0
-            for o, k in zip(outs, sizes):
-                cts.append(e[at:at + k].reshape(o.shape))
-                at += k
-            return tuple(flatten(fn(unflatten(spec_o, cts)))[1])
+            return tuple(flatten(fn(unflatten(spec_o, _split(e, outs, sizes))))[1])
 
         rows = vmap(row, chunk_size=chunk_size)(basis)  # [input] -> (total, *in_shape)
         per_out, at = [], 0
@@ -298,19 +306,13 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
         total = sum(sizes)
         basis = _basis(total, ins[0])
         aux_box = []
+        at_args = _at(func, args, nums)
 
         def f(*leaves):
-            full = list(args)
-            for n, p in zip(nums, unflatten(spec_i, list(leaves))):
-                full[n] = p
-            return func(*full)
+            return at_args(*unflatten(spec_i, list(leaves)))
 
         def column(e):
-            ts, at = [], 0
-            for x, k in zip(ins, sizes):
-                ts.append(e[at:at + k].reshape(x.shape))
-                at += k
-            res = jvp(f, tuple(ins), tuple(ts), has_aux=has_aux)
+            res = jvp(f, tuple(ins), tuple(_split(e, ins, sizes)), has_aux=has_aux)
             if has_aux:
                 aux_box.append(res[2])
             return res[1]

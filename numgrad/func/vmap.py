@@ -12,6 +12,7 @@ values, so ``ng.jit(vmap(grad(f)))`` traces into one plan.
 from __future__ import annotations
 
 import functools
+import math
 
 from numgrad.autograd.forward_ad import lift_payload, next_depth
 from numgrad.func import batching
@@ -32,16 +33,8 @@ class Batched:
         self.dtype = value.dtype
         self._ng_interpreter = level
 
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
 
     def _ng_concrete(self, reason=None):
         raise RuntimeError("vmap: It looks like you're attempting to use a Tensor in some "

@@ -31,3 +31,14 @@ def both(arrays):
     """The same float64 arrays as numgrad and as torch tensors."""
     import torch
     return tuple(ng.tensor(a) for a in arrays), tuple(torch.tensor(a) for a in arrays)
+
+
+def assert_same_error(call_ng, call_torch):
+    """Both calls raise the same exception class with the same text (``torch.`` aside)."""
+    import pytest
+    out = []
+    for call in (call_ng, call_torch):
+        with pytest.raises(Exception) as info:
+            call()
+        out.append((type(info.value), str(info.value).replace("torch.", "")))
+    assert out[0] == out[1]
