@@ -11,6 +11,8 @@ the examples and a ``stack``: correct, but one call per example (and unrolled by
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from numgrad.ops.dispatch import evaluate
@@ -144,6 +146,11 @@ def _matmul(ctx, prim, datas, params):
     x, y = datas
     squeeze = []
     xs, ys = tuple(x.shape), tuple(y.shape)
+    if ctx.batched(x) and not ctx.batched(y) and len(ys) == 2:
+        # Examples times a shared matrix: one GEMM over all their rows (B*n, k) @ (k, m).
+        rows = ctx.size * math.prod(xs[:-1])
+        out = evaluate(prim, [reshape(x.value, (rows, xs[-1])), y], params)
+        return reshape(out, (ctx.size,) + xs[:-1] + ys[1:])
     xp, yp = x, y
     # A batched vector becomes a one-row (x) or one-column (y) matrix, so that NumPy's
     # matmul does not read the batch dim as the vector's matrix dim.
@@ -162,13 +169,23 @@ def _matmul(ctx, prim, datas, params):
         xp = reshape(xp, (ctx.size,) + (1,) * (n - len(xs)) + xs)
     if ctx.batched(y):
         yp = reshape(yp, (ctx.size,) + (1,) * (n - len(ys)) + ys)
-    out = evaluate(prim, [xp, yp], params)
+    if xs[-1] == 1 and len(ys) > 1:
+        # An outer product (a vjp w.r.t. a weight, per example): elementwise, so it fuses
+        # and writes its result once, where a batched k=1 matmul is slow.
+        out = evaluate(_mul(), [xp, yp], {})
+    else:
+        out = evaluate(prim, [xp, yp], params)
     if squeeze:
         shape = list(out.shape)
         for d in sorted({len(shape) + s for s in squeeze}, reverse=True):
             del shape[d]
         out = reshape(out, tuple(shape))
     return out
+
+
+def _mul():
+    from numgrad.ops.elementwise import mul
+    return mul
 
 
 def _random(ctx, prim, datas, params):
