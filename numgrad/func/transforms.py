@@ -203,6 +203,12 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                            "the same python structure. For example, if primals is a tuple of 3 "
                            "tensors, tangents also must be. Got primals with structure "
                            f"{_spec(primals)} and tangents with structure {_spec(tangents)}")
+    if getattr(_jax._depth, "n", 0) > 0 or (is_grad_enabled() and any(
+            p.requires_grad or t.requires_grad for p, t in zip(ps, ts))):
+        # Reverse mode will differentiate the result (grad(jvp(f)), or the caller's graph):
+        # forward mode's tangents carry no autograd history, so take J·t by the
+        # double-backward trick, which does.
+        return _jvp_by_double_vjp(func, spec_p, ps, ts, has_aux)
     level = fwad.Level()
     try:
         duals = [fwad.make_dual(p, t, level=level) for p, t in zip(ps, ts)]
@@ -225,6 +231,22 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if has_aux:
         return primal_out, tangent_out, aux
     return primal_out, tangent_out
+
+
+def _jvp_by_double_vjp(func, spec_p, ps, ts, has_aux):
+    """``jvp`` as the vjp of a vjp: ``g -> J^T g`` is linear, its vjp along ``t`` is ``J t``."""
+    res = vjp(lambda *leaves: func(*unflatten(spec_p, list(leaves))), *ps, has_aux=has_aux)
+    out, fn = res[0], res[1]
+    spec_o, outs = flatten(out)
+    with enable_grad():
+        us = [fwad.zeros_leaf(o) for o in outs]
+        gs = fn(unflatten(spec_o, us), create_graph=True)
+        pairs = [(g, t) for g, t in zip(gs, ts) if g.requires_grad]
+        jt = engine.grad(tuple(g for g, _ in pairs), tuple(us), tuple(t for _, t in pairs),
+                         create_graph=True, allow_unused=True) if pairs else (None,) * len(us)
+    tangent_out = unflatten(spec_o, [zeros_like(o) if j is None else j
+                                     for o, j in zip(outs, jt)])
+    return (out, tangent_out, res[2]) if has_aux else (out, tangent_out)
 
 
 def _basis(n, like):

@@ -111,6 +111,16 @@ def test_compositions():
     assert_same_tree(F.vmap(jv)(ys[0], ys[0]), TF.vmap(tjv)(tys[0], tys[0]))
 
 
+def test_reverse_over_forward():
+    """grad of a jvp (and an input that requires grad) differentiates the tangent too."""
+    f = lambda x: (x.sin() * x.exp()).sum() * x  # noqa: E731
+    a, b = both([X])
+    g = lambda fn: lambda x: fn.jvp(f, (x,), (x * 0.5,))[1].sum()  # noqa: E731
+    assert_same_tree(F.grad(g(F))(*a), TF.grad(g(TF))(*b))
+    assert_same_tree(F.jacrev(lambda x: F.jvp(f, (x,), (x,))[1])(*a),
+                     TF.jacrev(lambda x: TF.jvp(f, (x,), (x,))[1])(*b))
+
+
 def test_grad_of_grad_matches_finite_differences():
     f = lambda x: (x.sin() * x.exp()).sum()  # noqa: E731
     g = lambda a: F.grad(f)(ng.tensor(a)).numpy()  # noqa: E731
