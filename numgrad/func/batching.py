@@ -122,9 +122,21 @@ def _joined(ctx, prim, datas, params):
 
 
 def _basic(index):
-    return isinstance(index, tuple) and all(
-        k is None or k is Ellipsis or isinstance(k, slice)
-        or (isinstance(k, (int, np.integer)) and not isinstance(k, bool)) for k in index)
+    """Whether the example's index keeps its meaning behind a leading ``slice(None)``: basic
+    entries, and advanced ones (arrays; ints among arrays) in one contiguous run, which
+    NumPy places where the run is (separated runs go first, before the batch dim)."""
+    if not isinstance(index, tuple):
+        return False
+    arrays = any(isinstance(k, np.ndarray) for k in index)
+    advanced = []
+    for i, k in enumerate(index):
+        if isinstance(k, np.ndarray) or (arrays and isinstance(k, (int, np.integer))
+                                         and not isinstance(k, bool)):
+            advanced.append(i)
+        elif not (k is None or k is Ellipsis or isinstance(k, slice)
+                  or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))):
+            return False
+    return not advanced or advanced == list(range(advanced[0], advanced[-1] + 1))
 
 
 def _getitem(ctx, prim, datas, params):

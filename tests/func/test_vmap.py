@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import numgrad as ng  # noqa: E402
+from numgrad.func import batching  # noqa: E402
 from conftest import to_numpy  # noqa: E402
 from helpers import assert_same_error, assert_same_tree  # noqa: E402
 
@@ -38,19 +39,34 @@ CASES = {
                                      x[:1].expand(3, 4)]),
     "basic_index": lambda x: x[1, 1:3] * x[:, None, 0],
     "arg_reductions": lambda x: x.argmax(dim=1) + x.argmin(dim=0).sum(),
-    "cumsum_sort": lambda x: x.cumsum(1) + x.sort(dim=1).values,
-    "fallback_index": lambda x: x[:, [0, 2, 2]],          # advanced index: the loop
-    "fallback_flat_argmax": lambda x: x.argmax(),          # dim=None over the example
+    "cumsum_argsort": lambda x: x.cumsum(1) + x.argsort(dim=1),
+    "fallback_sort_values": lambda x: x.sort(dim=1).values,  # a gather by a tensor index
+    "advanced_index": lambda x: x[:, [0, 2, 2]] + x[[1, 0], 1:4],
+    "advanced_first": lambda x: x[[1, 0, 1], [0, 2, 3]] * 2,
+    "fallback_index": lambda x: x.reshape(2, 2, 2)[[1, 0], :, [0, 1]],  # split runs: the loop
+    "flat_argmax": lambda x: x.argmax(),
     "prod": lambda x: x.prod(dim=1),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_rule_matches_loop(name):
+def test_rule_matches_loop(name, monkeypatch):
     fn = CASES[name]
+    looped = []
+    loop = batching.loop
+    monkeypatch.setattr(batching, "loop", lambda *a: looped.append(a[1].name) or loop(*a))
     got = vmap(fn)(ng.tensor(A))
+    assert bool(looped) == name.startswith("fallback"), looped  # a rule, or the loop
     want = np.stack([to_numpy(fn(ng.tensor(a))) for a in A])
     np.testing.assert_allclose(to_numpy(got), want, rtol=1e-12, atol=1e-12)
+
+
+def test_advanced_index_gradients():
+    """The vjp of an advanced index (index_add) batches by the same rule."""
+    fn = lambda x: (x[:, [0, 2, 2]] ** 2).sum() + x[[1, 0], [3, 3]].sum()  # noqa: E731
+    got = vmap(ng.func.grad(fn))(ng.tensor(A))
+    want = torch.func.vmap(torch.func.grad(fn))(torch.tensor(A))
+    assert_same_tree(got, want)
 
 
 def test_grad_inside_matches_torch():
