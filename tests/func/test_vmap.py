@@ -159,3 +159,21 @@ def test_jit_vmap_grad_is_one_plan():
     ir = str(per_example_grads.trace(ng.tensor(W), ng.tensor(A)))
     assert "matmul" in ir and ir.count("tanh") == 1  # batched: one op per primitive, no loop
     assert per_example_grads.stats.traces == 1
+
+
+W_PARAM = ng.nn.Parameter(ng.tensor(W))
+
+
+@ng.jit
+def vmapped_loss(x):
+    return vmap(lambda r: (r @ W_PARAM).tanh())(x).sum()
+
+
+def test_jit_backward_through_vmap_reaches_a_captured_parameter():
+    wt = torch.tensor(W, requires_grad=True)
+    xt = torch.tensor(A[:, 0], requires_grad=True)
+    torch.func.vmap(lambda r: (r @ wt).tanh())(xt).sum().backward()
+    x = ng.tensor(A[:, 0], requires_grad=True)
+    W_PARAM.grad = None
+    vmapped_loss(x).backward()
+    assert_same_tree((W_PARAM.grad, x.grad), (wt.grad, xt.grad))
