@@ -9,9 +9,12 @@ linear in its cotangent, so differentiating it w.r.t. the cotangent gives J·v.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from numgrad.autograd import engine
 from numgrad.autograd.forward_ad import transform_detach, zeros_leaf
 from numgrad.creation import zeros_like
+from numgrad.ops.layout import stack
 from numgrad.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from numgrad.tensor import Tensor
 
@@ -236,7 +239,6 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 def _jacfwd(func, inputs, strict=False, vectorize=False):
     """The forward-mode Jacobian: one jvp per input element (``forward_ad`` duals)."""
     from numgrad.autograd import forward_ad as fwad
-    from numgrad.ops.layout import stack
     if strict:
         raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
                            '`strategy="forward-mode"` are not supported together (yet). Please '
@@ -269,16 +271,13 @@ def _jacfwd(func, inputs, strict=False, vectorize=False):
 
 def _basis(x, k):
     """The ``k``-th standard basis tensor shaped like ``x``."""
-    import numpy as np
     e = np.zeros(x.numel(), x.dtype.np)
     e[k] = 1
     return Tensor._make(e.reshape(x.shape))
 
 
 def _from_columns(cols, out_shape, in_shape):
-    from numgrad.ops.layout import stack
-    j = stack(cols, dim=-1) if cols else None
-    return j.reshape(tuple(out_shape) + tuple(in_shape))
+    return stack(cols, dim=-1).reshape(tuple(out_shape) + tuple(in_shape))
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
@@ -303,7 +302,6 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                                       '(yet). Please either set `create_graph=False` or '
                                       '`strategy="reverse-mode"`.')
         return _jacfwd(func, inputs, strict, vectorize)
-    from numgrad.ops.layout import stack
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from numgrad.ops.dispatch import evaluate
-from numgrad.ops.indexing import getitem_p, index_add_p
+from numgrad.ops.indexing import getitem_p
 from numgrad.ops.layout import expand_p, permute_p, reshape_p, stack_p
 
 

@@ -164,8 +164,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
     Every primitive has a batching rule (``numgrad.func.batching``) or, for the few without
     one (indexing by a tensor: gathers and scatters; in-place writes), falls back to a loop
-    over the examples and a stack: correct but slower. Random ops made by factories (``ng.randn`` inside ``func``) draw
-    once and are shared by all examples.
+    over the examples and a stack: correct but slower. Random ops made by factories
+    (``ng.randn`` inside ``func``) draw once and are shared by all examples.
     """
     if randomness not in ("error", "different", "same"):
         raise RuntimeError("Only allowed values for randomness are 'error', 'different', or "
