@@ -40,6 +40,12 @@ def _argnums(argnums, args):
     return tuple(n % len(args) for n in nums)
 
 
+def _primals(argnums, args):
+    """The checked ``argnums`` and the arguments they pick."""
+    nums = _argnums(argnums, args)
+    return nums, tuple(args[n] for n in nums)
+
+
 def _leaves(tree, what):
     spec, leaves = flatten(tree)
     for x in leaves:
@@ -284,8 +290,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     """
     @functools.wraps(func, updated=())
     def wrapped(*args):
-        nums = _argnums(argnums, args)
-        primals = tuple(args[n] for n in nums)
+        nums, primals = _primals(argnums, args)
         res = vjp(_at(func, args, nums), *primals, has_aux=has_aux)
         out, fn = res[0], res[1]
         spec_o, outs = flatten(out)
@@ -321,8 +326,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """
     @functools.wraps(func, updated=())
     def wrapped(*args):
-        nums = _argnums(argnums, args)
-        primals = tuple(args[n] for n in nums)
+        nums, primals = _primals(argnums, args)
         spec_i, ins = _leaves(primals, "primals")
         sizes = [x.numel() for x in ins]
         total = sum(sizes)
