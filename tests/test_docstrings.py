@@ -9,7 +9,9 @@ import pytest
 import numgrad as ng
 
 MODULES = ["numgrad", "numgrad.tensor", "numgrad.creation", "numgrad.autograd.engine",
-           "numgrad.compiler", "numgrad.compiler.transforms", "numgrad.viz"]
+           "numgrad.compiler", "numgrad.compiler.transforms", "numgrad.viz",
+           "numgrad.autograd.function", "numgrad.autograd.gradcheck", "numgrad.autograd.graph",
+           "numgrad.utils.checkpoint"]
 
 
 @pytest.mark.parametrize("name", MODULES)

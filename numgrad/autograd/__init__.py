@@ -8,3 +8,8 @@ from numgrad.autograd.engine import backward, grad  # noqa: F401
 from numgrad.grad_mode import no_grad, enable_grad, set_grad_enabled  # noqa: F401
 from numgrad.autograd.anomaly import (set_detect_anomaly, detect_anomaly,  # noqa: F401
                                       is_anomaly_enabled, is_anomaly_check_nan_enabled)
+from numgrad.autograd import function  # noqa: F401
+from numgrad.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
+from numgrad.autograd import graph  # noqa: F401,E402
+from numgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401,E402
+gradcheck.GradcheckError = GradcheckError  # ng.autograd.gradcheck.GradcheckError, as in torch

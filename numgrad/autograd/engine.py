@@ -20,12 +20,24 @@ import numpy as np
 from numgrad import ops as _ops
 from numgrad import tracing_hook
 
-from numgrad.autograd import anomaly
+from numgrad.autograd import anomaly, node_hooks
+from numgrad.profiler import recorder
 from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
 from numgrad.ops import views as _views
 from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
 from numgrad.tensor import Tensor
 
+
+
+def _observed(node, buf):
+    """``node.apply(buf)`` with what watches the backward on: anomaly mode's checks, and the
+    profiler's timing (``autograd::engine::evaluate_function: MulBackward0``, PyTorch's
+    name for it)."""
+    t0 = recorder.now()
+    try:
+        return node.apply(buf) if not anomaly.enabled else anomaly.run(node, buf)
+    finally:
+        recorder.add(f"autograd::engine::evaluate_function: {node.name()}", "backward", t0)
 
 def _as_tuple(x):
     if x is None:
@@ -333,6 +345,7 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
     prev = is_grad_enabled()
     _set_enabled(create_graph)
     push, pop = heapq.heappush, heapq.heappop
+    _with_inputs.append(targets is not None)
     try:
         while ready:
             node = pop(ready)[2]
@@ -343,6 +356,8 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                     continue
                 if node.variable._hooks or node._retained is not None:
                     g = _run_hooks(node, 0, g)
+                if node._pre_hooks is not None:
+                    g = node_hooks.pre(node, [g])[0]
                 if targets is not None:
                     if (node, 0) in targets:
                         captured[(node, 0)] = (g if type(g._data) is np.ndarray else
@@ -351,11 +366,15 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                             _accumulate_into(node.variable, g, create_graph)
                 elif accumulate:
                     _accumulate_into(node.variable, g, create_graph)
+                if node._pre_hooks is not None:
+                    node_hooks.after_accumulate(node, g, accumulate)
                 continue
             if node._pre_hooks is not None or node._retained is not None:
                 for nr, g in enumerate(buf):
                     if g is not None:
                         buf[nr] = _run_hooks(node, nr, g)
+                if node._pre_hooks is not None:
+                    buf = node_hooks.pre(node, buf)
             if targets is not None:
                 for nr, g in enumerate(buf):
                     if (node, nr) in targets:
@@ -366,9 +385,12 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                 continue  # only captured here; nothing below leads to a target
             for g in buf:
                 if g is not None:
-                    outs = node.apply(buf) if not anomaly.enabled else anomaly.run(node, buf)
+                    outs = (node.apply(buf) if not (anomaly.enabled or recorder.active)
+                            else _observed(node, buf))
                     if not retain_graph:
                         node._release()
+                    if node._pre_hooks is not None:
+                        outs = node_hooks.post(node, outs, buf)
                     break
             else:
                 outs = [None] * len(node.next_functions)
@@ -388,8 +410,20 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                     seq = child._seq
                     push(ready, (_ACC_FIRST if type(child) is AccumulateGrad else -seq, seq, child))
     finally:
+        _with_inputs.pop()
         _set_enabled(prev)
     return captured
+
+
+# Per running backward, innermost last: whether it computes gradients of chosen inputs only
+# (``grad``, ``backward(inputs=...)``), which a reentrant checkpoint cannot serve.
+_with_inputs = []
+
+
+def is_checkpoint_valid() -> bool:
+    """Whether the backward running now accumulates into every leaf (so a reentrant
+    checkpoint's inner ``backward`` is what it asked for)."""
+    return not (_with_inputs and _with_inputs[-1])
 
 
 def _one_step(node):
@@ -420,16 +454,25 @@ def _execute_one_step(root, g, retain_graph, create_graph, accumulate):
     try:
         if node._pre_hooks is not None or node._retained is not None:
             buf[nr] = _run_hooks(node, nr, g)
-        outs = node.apply(buf) if not anomaly.enabled else anomaly.run(node, buf)
+            if node._pre_hooks is not None:
+                buf = node_hooks.pre(node, buf)
+        outs = (node.apply(buf) if not (anomaly.enabled or recorder.active)
+                else _observed(node, buf))
         if not retain_graph:
             node._release()
+        if node._pre_hooks is not None:
+            outs = node_hooks.post(node, outs, buf)
         for (child, _), cg in zip(node.next_functions, outs):
             if child is None or cg is None:
                 continue
             if child.variable._hooks or child._retained is not None:
                 cg = _run_hooks(child, 0, cg)
+            if child._pre_hooks is not None:
+                cg = node_hooks.pre(child, [cg])[0]
             if accumulate:
                 _accumulate_into(child.variable, cg, create_graph)
+            if child._pre_hooks is not None:
+                node_hooks.after_accumulate(child, cg, accumulate)
     finally:
         _set_enabled(prev)
     return {}

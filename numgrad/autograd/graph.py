@@ -1,6 +1,6 @@
 """autograd.graph: the backward graph's nodes and the tensors they save.
 
-Room: autograd (low half). Imports only ``numgrad.tensor``; the op dispatcher
+Room: autograd (low half). Imports ``numgrad.tensor`` and ``autograd.anomaly``; the op dispatcher
 builds these nodes and the engine (``autograd.engine``) runs them.
 
 A node is one backward step. ``next_functions`` holds one ``(node, output_nr)``
@@ -14,7 +14,19 @@ import itertools
 import weakref
 from collections import OrderedDict
 
+from numgrad.autograd import anomaly
 from numgrad.tensor import Tensor
+
+
+def inplace_hint() -> str:
+    """The last sentence of "modified by an inplace operation", as PyTorch words it: how to
+    find the op, or, with anomaly detection already on, where the warning above points."""
+    if anomaly.enabled:
+        return ("Hint: the backtrace further above shows the operation that failed to compute "
+                "its gradient. The variable in question was changed in there or anywhere "
+                "later. Good luck!")
+    return ("Hint: enable anomaly detection to find the operation that failed to compute its "
+            "gradient, with ng.autograd.set_detect_anomaly(True, check_nan=False).")
 
 _sequence = itertools.count()
 
@@ -81,6 +93,41 @@ class Node:
             self._retained = {}
         self._retained[tensor._output_nr] = weakref.ref(tensor)
 
+    # Node hooks live in ``_pre_hooks`` under string keys (tensor hooks use output
+    # numbers): one slot, and the engine's "any hooks here?" test covers both.
+    def _node_hooks(self, kind):
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return self._pre_hooks.setdefault(kind, OrderedDict())
+
+    def register_prehook(self, fn):
+        """Call ``fn(grad_outputs)`` before this node runs; a tuple returned replaces the
+        gradients (``torch.autograd.graph.Node.register_prehook``).
+
+        >>> y = ng.ones(2, requires_grad=True) * 2
+        >>> h = y.grad_fn.register_prehook(lambda go: (go[0] * 10,))
+        """
+        return _add_hook(self._node_hooks(NODE_PRE), fn)
+
+    def register_hook(self, fn):
+        """Call ``fn(grad_inputs, grad_outputs)`` after this node ran; a tuple returned
+        replaces ``grad_inputs`` (``torch.autograd.graph.Node.register_hook``).
+
+        >>> y = ng.ones(2, requires_grad=True) * 2
+        >>> h = y.grad_fn.register_hook(lambda gi, go: print(gi, go))
+        """
+        return _add_hook(self._node_hooks(NODE_POST), fn)
+
+
+NODE_PRE, NODE_POST, POST_ACCUMULATE = "node_pre", "node_post", "post_accumulate"
+
+
+def _add_hook(hooks, fn):
+    from numgrad.tensor import RemovableHandle
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = fn
+    return handle
+
 
 class AccumulateGrad(Node):
     """The sink for a leaf tensor: adds the incoming gradient into ``variable.grad``."""
@@ -131,12 +178,25 @@ class SavedTensor:
     """
 
     __slots__ = ("_tensor", "_data", "_vc", "_version", "_output_nr", "_freed",
-                 "_requires_grad")
+                 "_requires_grad", "_packed")
 
     def __init__(self, t: Tensor, is_output: bool = False):
         self._vc = t._vc
         self._version = t._vc.value
         self._freed = False
+        self._packed = None
+        if _SAVED_HOOKS:  # saved_tensors_hooks: keep what the pack hook made, not the tensor
+            self._tensor = self._data = None
+            self._output_nr = t._output_nr
+            self._requires_grad = t._requires_grad
+            pack, unpack = _SAVED_HOOKS[-1]
+            outer = _SAVED_HOOKS[:]
+            _SAVED_HOOKS.clear()  # what the pack hook itself computes saves plainly
+            try:
+                self._packed = (pack(t), unpack, is_output)
+            finally:
+                _SAVED_HOOKS[:] = outer
+            return
         if is_output:
             self._tensor = None
             self._data = t._data
@@ -149,6 +209,8 @@ class SavedTensor:
     def unpack(self, node: Node) -> Tensor:
         if self._freed:
             raise RuntimeError(_FREED)
+        if self._packed is not None:
+            return self._unpack_hooked(node)
         if self._vc.value != self._version:
             data = self._data if self._tensor is None else self._tensor._data
             from numgrad import dtypes
@@ -158,20 +220,31 @@ class SavedTensor:
             producer = node if self._tensor is None else self._tensor.grad_fn
             if producer is not None:
                 name = producer.name()
-                for suffix in ("Backward0", "Backward1", "Backward2"):
+                for suffix in ("Backward0", "Backward1", "Backward2", "Backward"):
                     if name.endswith(suffix):
                         name = name[: -len(suffix)]
+                        break
                 what += f", which is output 0 of {name},"
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {what} is at version {self._vc.value}; expected version "
-                f"{self._version} instead. Hint: enable anomaly detection to find the operation "
-                "that failed to compute its gradient, with "
-                "ng.autograd.set_detect_anomaly(True, check_nan=False).")
+                f"{self._version} instead. {inplace_hint()}")
         if self._tensor is not None:
             return self._tensor
         return Tensor._make(self._data, node if self._requires_grad else None, self._vc,
                             self._output_nr)
+
+    def _unpack_hooked(self, node):
+        # As PyTorch: no version check (the hooks own what was saved); a saved output
+        # gets its node back as grad_fn, so create_graph can go through it.
+        packed, unpack, is_output = self._packed
+        t = unpack(packed)
+        if not isinstance(t, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(t).__name__}")
+        if is_output and self._requires_grad and t.grad_fn is not node:
+            return Tensor._make(t._data, node, t._vc, self._output_nr)
+        return t
 
     def rebase(self, t: Tensor):
         """After an in-place op, the saved output is the modified tensor itself."""
@@ -183,6 +256,7 @@ class SavedTensor:
         self._freed = True
         self._tensor = None
         self._data = None
+        self._packed = None
 
 
 class SavedParam:
@@ -205,3 +279,60 @@ class SavedParam:
 
     def free(self):
         self._freed = True
+
+
+# The pack/unpack pairs of the ``saved_tensors_hooks`` contexts open now, innermost last.
+_SAVED_HOOKS = []
+
+
+class saved_tensors_hooks:
+    """Within this context, every tensor a backward node saves goes through
+    ``pack_hook(tensor) -> anything`` and is read back by ``unpack_hook(that) -> tensor``
+    (``torch.autograd.graph.saved_tensors_hooks``). Saved tensors are then not checked
+    against in-place changes (the hooks own them).
+
+    >>> x = ng.ones(3, requires_grad=True)
+    >>> with ng.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda t: t):
+    ...     y = (x * x).sum()
+    >>> y.backward(); x.grad
+    tensor([2., 2., 2.])
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        _SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        _SAVED_HOOKS.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept in host memory and moved back to their device when the
+    backward needs them (``torch.autograd.graph.save_on_cpu``); ``pin_memory`` is
+    accepted. On CPU tensors it changes nothing.
+
+    >>> x = ng.ones(3, requires_grad=True)
+    >>> with ng.autograd.graph.save_on_cpu():
+    ...     y = (x * x).sum()
+    """
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack(t):
+            if t.device.type == "cpu" or not _holds_values(t):
+                return (None, t)
+            return (t.device, t.detach().cpu())
+
+        def unpack(packed):
+            device, t = packed
+            return t if device is None else t.to(device)
+
+        super().__init__(pack, unpack)
+
+
+def _holds_values(t):
+    from numgrad import tracing_hook
+    return tracing_hook.concrete(t._data)

@@ -68,8 +68,8 @@ class Speculation:
         if int(np.prod(ct.shape)) != 1:
             return None
         for e in tr.graph.eqns:
-            if e.prim.random or "calls_user" in e.prim.effects:
-                return None
+            if e.prim.random or "calls_user" in e.prim.effects or "checkpoint" in e.ann:
+                return None  # (a checkpointed region is recomputed in the backward only)
         grads = [v for v in tr.grads if v is not None]
 
         def build():

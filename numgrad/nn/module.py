@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
-from numgrad.grad_mode import no_grad
+from numgrad.grad_mode import is_grad_enabled, no_grad
 from numgrad.nn.parameter import Parameter
 from numgrad.tensor import RemovableHandle, Tensor
 
@@ -67,6 +67,8 @@ class Module:
         d["_modules"] = OrderedDict()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
 
     def forward(self, *args, **kwargs):
         """The computation; subclasses override it. Call the module, not ``forward``, so
@@ -79,12 +81,20 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
+        d = self.__dict__
+        if d.get("_backward_hooks") or d.get("_backward_pre_hooks"):
+            from numgrad.nn.backward_hooks import _Call
+            call = _Call(self, len(args)) if is_grad_enabled() else None
+            if call is not None and self._backward_hooks:
+                args = call.wrap_inputs(args)
+        else:
+            call = None
         out = self.forward(*args, **kwargs)
         for hook in tuple(self._forward_hooks.values()):
             result = hook(self, args, out)
             if result is not None:
                 out = result
-        return out
+        return out if call is None else call.wrap_outputs(out)
 
     # ------------------------------------------------------------ registration
     def _check_name(self, name, kind, table):
@@ -456,6 +466,29 @@ class Module:
         the arguments (``Module.register_forward_pre_hook``)."""
         handle = RemovableHandle(self._forward_pre_hooks)
         self._forward_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_full_backward_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(module, grad_input, grad_output)`` once the gradients w.r.t. the
+        module's positional inputs are computed; a tuple returned replaces ``grad_input``
+        (``Module.register_full_backward_hook``).
+
+        >>> lin = ng.nn.Linear(3, 2)
+        >>> h = lin.register_full_backward_hook(lambda m, gi, go: print(go[0].shape))
+        """
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    def register_full_backward_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` before the module's backward; a tuple returned
+        replaces ``grad_output`` (``Module.register_full_backward_pre_hook``).
+
+        >>> lin = ng.nn.Linear(3, 2)
+        >>> h = lin.register_full_backward_pre_hook(lambda m, go: None)
+        """
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
         return handle
 
     # ------------------------------------------------------------------- repr
