@@ -25,6 +25,7 @@ from numgrad.ops import (neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid
                          split, chunk, unbind, tile, tril, triu, isclose, allclose)
 from numgrad.ops import all, any, equal, bmm, einsum, sort, argsort, topk  # noqa: A004
 from numgrad import autograd, nn, optim, utils, viz
+import numgrad.autograd.functional, numgrad.autograd.forward_ad  # noqa: E401,F401  (ng.autograd.*)
 from numgrad.nn.functional import softmax, log_softmax, logsumexp
 from numgrad.errors import TracingError
 from numgrad.dlpack import from_dlpack
@@ -43,6 +44,8 @@ def __getattr__(name):
     if name in ("jit", "grad", "value_and_grad", "CompiledFunction"):
         from numgrad import compiler
         return getattr(compiler, name)
+    if name == "func":  # torch.func's transforms (built on the compiler's ng.grad)
+        return __import__("numgrad.func", fromlist=["vmap"])
     if name == "cuda":
         from numgrad.devices import cuda
         return cuda

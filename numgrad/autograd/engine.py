@@ -251,7 +251,31 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 def _add(a, b):
-    return b if a is None else _ops.elementwise.add(a, b)  # differentiable under create_graph
+    if a is None:
+        return b
+    if type(a._data) is not np.ndarray or type(b._data) is not np.ndarray:
+        a, b = _settled(a, b)
+    return _ops.elementwise.add(a, b)  # differentiable under create_graph
+
+
+def _settle_level(g):
+    interp = getattr(g._data, "_ng_interpreter", None)
+    return getattr(interp, "_ng_depth", 0) if hasattr(interp, "settle_grad") else 0, interp
+
+
+def _settled(a, b):
+    """``a`` and ``b`` ready to add: where ``ng.func.vmap`` batched one of them more deeply
+    and has since returned, that one's examples are summed first (their contributions to a
+    tensor from outside that vmap), not broadcast against the other."""
+    while True:
+        (da, ia), (db, ib) = _settle_level(a), _settle_level(b)
+        if ia is ib or da == db:
+            return a, b
+        g = a if da > db else b
+        settled = (ia if da > db else ib).settle_grad(g)
+        if settled is g:  # that vmap is still running: its examples stay apart
+            return a, b
+        a, b = (settled, b) if da > db else (a, settled)
 
 
 def _needed(roots, targets):
@@ -336,7 +360,8 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                     g = node_hooks.pre(node, [g])[0]
                 if targets is not None:
                     if (node, 0) in targets:
-                        captured[(node, 0)] = g
+                        captured[(node, 0)] = (g if type(g._data) is np.ndarray else
+                                               _shared(g, node.variable))
                         if accumulate:
                             _accumulate_into(node.variable, g, create_graph)
                 elif accumulate:
@@ -353,7 +378,8 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
             if targets is not None:
                 for nr, g in enumerate(buf):
                     if (node, nr) in targets:
-                        captured[(node, nr)] = g
+                        captured[(node, nr)] = (g if g is None or type(g._data) is np.ndarray
+                                                else _shared(g, targets[(node, nr)]))
             if targets is not None and not any(
                     c in needed for c, _ in node.next_functions if c is not None):
                 continue  # only captured here; nothing below leads to a target
@@ -497,8 +523,17 @@ _run_hooks = run_tensor_hooks
 _STEAL_REFS = 3
 
 
+def _shared(g, t):
+    """``g`` for ``t``: a gradient that ``ng.func.vmap`` batched, reaching a tensor made
+    outside that vmap (a captured parameter), is summed over the examples there."""
+    reduce = getattr(getattr(g._data, "_ng_interpreter", None), "reduce_grad", None)
+    return g if reduce is None else reduce(g, t)
+
+
 def _accumulate_into(t, g, create_graph):
     """``t.grad += g``, in place when no graph is being built (as PyTorch does)."""
+    if type(g._data) is not np.ndarray:
+        g = _shared(g, t)
     gd, td = g._data, t._data
     if gd.dtype != td.dtype or gd.shape != td.shape:
         if gd.dtype != td.dtype:

@@ -14,6 +14,8 @@ import numpy as np
 
 from numgrad import tracing_hook
 from numgrad.autograd import engine
+# Keeps what ng.func.jvp / vmap attach to a payload (ng.func.jacfwd(ng.grad(f))).
+from numgrad.autograd.forward_ad import transform_detach
 from numgrad.compiler.tracer import current_tracer
 from numgrad.creation import zeros_like
 from numgrad.dtypes import default_float
@@ -91,7 +93,7 @@ def value_and_grad(fn, argnums=0, has_aux=False) -> Callable:
             a = args[n]
             if not (attach and a.requires_grad):
                 # Differentiate w.r.t. a fresh leaf: the caller's tensor need not require grad.
-                args[n] = a.detach().requires_grad_(True)
+                args[n] = transform_detach(a).requires_grad_(True)
         _depth.n = getattr(_depth, "n", 0) + 1
         try:
             with enable_grad():
@@ -112,7 +114,7 @@ def value_and_grad(fn, argnums=0, has_aux=False) -> Callable:
                 # a linear function): its gradient is zero, as in JAX and torch.func.
                 grads = tuple(zeros_like(a) for a in wrt)
         if not attach:
-            value = value.detach()
+            value = transform_detach(value)
         g = grads[0] if single else tuple(grads)
         return ((value, aux), g) if has_aux else (value, g)
 

@@ -68,11 +68,23 @@ def evaluate(prim, datas, params):
         if type(d) is not _ndarray:
             interp = getattr(d, "_ng_interpreter", None)
             if interp is not None:
-                return interp.process(prim, datas, params)
+                return _innermost(datas, interp).process(prim, datas, params)
     out = run_impl(prim, datas, params)
     if type(out) is _ndarray or hasattr(out, "_ng_device"):  # a device payload (to_device)
         return out
     return np.asarray(out)
+
+
+def _innermost(datas, interp):
+    """The interpreter that sees a call first: a transform level (``ng.func.vmap``, forward
+    mode) has an ``_ng_depth``, the later the deeper; a trace has none (0), so a transform
+    running inside ``@ng.jit`` handles its values before the tracer records them."""
+    best = getattr(interp, "_ng_depth", 0)
+    for d in datas:
+        other = getattr(d, "_ng_interpreter", None)
+        if other is not None and getattr(other, "_ng_depth", 0) > best:
+            interp, best = other, other._ng_depth
+    return interp
 
 
 def broadcast_shapes(*shapes):
