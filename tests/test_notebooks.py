@@ -28,10 +28,14 @@ from viz_geometry import Parsed, edges_under_boxes, text_overflows  # noqa: E402
 PATHS = notebooks.notebook_paths()
 
 
-def test_the_three_notebooks_are_there():
+def test_the_four_notebooks_are_there():
     names = [p.name for p in PATHS]
     assert names == ["01_five_gradient_tools.ipynb", "02_compiled_vs_eager.ipynb",
-                     "03_inside_the_jit.ipynb"]
+                     "03_inside_the_jit.ipynb", "04_gradient_toolbox.ipynb"]
+
+
+# Notebooks whose pictures are matplotlib's (PNG), not numgrad's SVG drawings.
+PLOTS_ONLY = ("02_compiled_vs_eager.ipynb", "04_gradient_toolbox.ipynb")
 
 
 def _outputs(nb):
@@ -64,7 +68,16 @@ def test_notebook_runs_top_to_bottom(path, cache_dir, monkeypatch):
     errors = [out for out in _outputs(nb) if out.output_type == "error"]
     tagged = [c for c in nb.cells if "raises-exception" in c.get("metadata", {}).get("tags", [])]
     assert len(errors) == len(tagged)  # only the cells that fail on purpose did
-    if path.name != "02_compiled_vs_eager.ipynb":
+    if path.name == "04_gradient_toolbox.ipynb":
+        # Its own checks print True, and it draws the Jacobian and Hessian heat maps and
+        # the per-sample gradient norms.
+        outs = list(_outputs(nb))
+        text = "".join("".join(o.get("text", "")) for o in outs if o.output_type == "stream")
+        for check in ("symmetric: True", "mean == batch grad: True",
+                      "row sums of the Jacobian: True"):
+            assert check in text
+        assert sum("image/png" in o.get("data", {}) for o in outs) == 3
+    elif path.name != "02_compiled_vs_eager.ipynb":
         assert _has_svg(nb), "no picture in the executed notebook"
     else:
         # The prose says: one function fed five shapes compiles for the first two only.
@@ -88,7 +101,7 @@ def test_committed_notebooks_carry_their_outputs():
 def test_committed_pictures_read_right(path):
     # Every saved picture: its text fits its boxes, and no edge runs under a box.
     svgs = list(_svgs(nbformat.reads(path.read_text(), as_version=4)))
-    assert svgs or path.name == "02_compiled_vs_eager.ipynb"
+    assert svgs or path.name in PLOTS_ONLY
     for svg in svgs:
         assert Parsed(svg).nodes, path.name  # a picture the checks can read
         assert text_overflows(svg) == [], path.name
