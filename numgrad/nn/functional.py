@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from numgrad import ops
 from numgrad.tensor import Tensor
+from numgrad.ops.index_check import check_targets
 
 
 def relu(x, inplace=False) -> Tensor:
@@ -115,7 +116,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
     if target.shape != (n,):
         raise ValueError(f"Expected input batch_size ({n}) to match target batch_size "
                          f"({target.shape[0] if target.ndim else 0}).")
-    _check_targets(target, c, ignore_index)
+    target = check_targets(target, c, ignore_index)  # a mask alone would take any index
     # A one-hot mask instead of gathering by index keeps this traceable under @ng.jit
     # (no data-dependent indexing) and its gradient is the same scatter.
     hit = ops.reshape(_arange_on(c, input), (1, c)) == ops.unsqueeze(target, 1)
@@ -136,26 +137,21 @@ def _arange_on(n, like):
     return arange(n) if dev.type == "cpu" else arange(n, device=dev)
 
 
-def _check_targets(target, c, ignore_index):
-    data = target._data
-    if type(data).__module__ != "numpy":
-        return  # traced: values unknown until run time
-    bad = (data != ignore_index) & ((data < 0) | (data >= c))
-    if bad.any():
-        raise IndexError(f"Target {int(data[bad][0])} is out of bounds.")
-
-
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
                   label_smoothing=0.0) -> Tensor:
     """``nll_loss(log_softmax(input, 1), target)``; ``target`` may also be class probabilities."""
+    if label_smoothing > 1.0:  # PyTorch checks only the upper end (a negative one runs)
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     dim = 1 if input.ndim > 1 else 0
     logp = log_softmax(input, dim)
     if isinstance(target, Tensor) and target.dtype.is_floating_point:
         if target.shape != input.shape:
             raise RuntimeError("cross_entropy: probability targets must have the input's shape")
+        if label_smoothing > 0:  # PyTorch mixes the uniform distribution into the target
+            target = target * (1 - label_smoothing) + label_smoothing / input.shape[dim]
         loss = -ops.sum(logp * target, dim)
         return _reduce(loss, reduction)
-    if label_smoothing:
+    if label_smoothing > 0:
         nll = nll_loss(logp, target, weight, ignore_index, reduction)
         smooth = _reduce(-ops.mean(logp, dim), reduction)
         return nll * (1 - label_smoothing) + smooth * label_smoothing

@@ -6,6 +6,7 @@ functional form in ``nn.functional``; ``device=``/``dtype=`` are PyTorch's facto
 from __future__ import annotations
 
 import math
+import operator
 
 from numgrad import creation
 from numgrad.nn import functional as F, init
@@ -14,6 +15,16 @@ from numgrad.nn.parameter import Parameter
 
 
 def _param(*shape, device=None, dtype=None):
+    # PyTorch's checks on a layer's sizes (``nn.Linear(3.5, 2)`` must not build a layer).
+    for pos, s in enumerate(shape, 1):
+        if not hasattr(type(s), "__index__"):
+            raise TypeError(f"empty(): argument 'size' failed to unpack the object at pos {pos} "
+                            f'with error "type must be tuple of ints,but got '
+                            f'{type(s).__name__}"')
+    shape = tuple(operator.index(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(shape)}: {list(shape)}")
     t = creation.empty(*shape, dtype=dtype)
     return Parameter(t if device is None else t.to(device))
 

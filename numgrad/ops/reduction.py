@@ -35,6 +35,12 @@ def normalize_dims(dim, ndim):
     return tuple(sorted(out))
 
 
+def np_axis(x, dim):
+    """NumPy's ``axis`` for the normalized ``dim`` of ``x``: a 0-d tensor's dim 0 (or -1),
+    which PyTorch accepts as the whole tensor, is NumPy's ``None`` (NumPy has no axis 0)."""
+    return None if x.ndim == 0 else dim
+
+
 def reduced_shape(shape, dim, keepdim):
     if dim is None:
         return tuple(1 for _ in shape) if keepdim else ()
@@ -65,21 +71,22 @@ _MAX = Reduction(EW.maximum, _lowest)
 _MIN = Reduction(EW.minimum, _highest)
 
 sum_p = defop("sum", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
-              impl=lambda x, dim, keepdim: np.sum(x, axis=dim, keepdims=keepdim,
+              impl=lambda x, dim, keepdim: np.sum(x, axis=np_axis(x, dim), keepdims=keepdim,
                                                   dtype=_sum_dtype(x.dtype)),
               abstract=_reduce_abstract(_sum_dtype),
               node=lambda p, s: "SumBackward0" if p["dim"] is None else "SumBackward1",
               reduce=_SUM)
 mean_p = defop("mean", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
-               impl=lambda x, dim, keepdim: np.mean(x, axis=dim, keepdims=keepdim, dtype=x.dtype),
+               impl=lambda x, dim, keepdim: np.mean(x, axis=np_axis(x, dim), keepdims=keepdim,
+                                                    dtype=x.dtype),
                abstract=_reduce_abstract(lambda d: d),
                node=lambda p, s: "MeanBackward0" if p["dim"] is None else "MeanBackward1",
                reduce=_MEAN)
 amax_p = defop("amax", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
-               impl=lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim),
+               impl=lambda x, dim, keepdim: np.amax(x, axis=np_axis(x, dim), keepdims=keepdim),
                abstract=_reduce_abstract(lambda d: d), reduce=_MAX)
 amin_p = defop("amin", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
-               impl=lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim),
+               impl=lambda x, dim, keepdim: np.amin(x, axis=np_axis(x, dim), keepdims=keepdim),
                abstract=_reduce_abstract(lambda d: d), reduce=_MIN)
 argmax_p = defop("argmax", inputs=("x",), params=("dim", "keepdim"),
                  impl=lambda x, dim, keepdim: np.argmax(x, axis=dim, keepdims=keepdim),
@@ -130,11 +137,11 @@ argmin_p.defvjp(None)
 
 # max(dim)/min(dim) values: the gradient goes to the index that was picked, as in PyTorch.
 max_dim_p = defop("max_dim", inputs=("x",), params=("dim", "keepdim"), node="MaxBackward0",
-                  impl=lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim),
+                  impl=lambda x, dim, keepdim: np.amax(x, axis=np_axis(x, dim), keepdims=keepdim),
                   abstract=lambda x, dim, keepdim: (reduced_shape(x.shape, (dim,), keepdim),
                                                     x.dtype))
 min_dim_p = defop("min_dim", inputs=("x",), params=("dim", "keepdim"), node="MinBackward0",
-                  impl=lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim),
+                  impl=lambda x, dim, keepdim: np.amin(x, axis=np_axis(x, dim), keepdims=keepdim),
                   abstract=max_dim_p.abstract)
 
 
