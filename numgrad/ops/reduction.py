@@ -147,6 +147,8 @@ min_dim_p = defop("min_dim", inputs=("x",), params=("dim", "keepdim"), node="Min
 
 def _picked_vjp(arg_p):
     def rule(g, x, x_shape, dim, keepdim):
+        if not x_shape:  # a 0-d tensor: its one element was picked
+            return g
         from numgrad.creation import arange
         from numgrad.ops.layout import reshape
         idx = arg_p(x.detach(), dim=dim, keepdim=True)
