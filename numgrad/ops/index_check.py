@@ -18,10 +18,14 @@ from numgrad.ops.registry import defop
 
 
 def _check(idx, classes, ignore_index):
-    flat = np.ascontiguousarray(idx).reshape(-1)
-    out = flat.view(np.uint64) >= np.uint64(classes)  # < 0 or >= classes, in one pass
-    if out.any():
-        bad = flat[out & (flat != ignore_index)]
+    if not idx.size:
+        return idx
+    flat = idx if idx.flags.c_contiguous else np.ascontiguousarray(idx)
+    # One pass, no temporary: read as uint64 a negative index is huge, so the largest
+    # entry is below ``classes`` exactly when every entry is in [0, classes).
+    if flat.view(np.uint64).max() >= classes:
+        flat = flat.reshape(-1)
+        bad = flat[(flat.view(np.uint64) >= classes) & (flat != ignore_index)]
         if bad.size:
             raise IndexError(f"Target {int(bad[0])} is out of bounds.")
     return idx
