@@ -316,8 +316,8 @@ def _check_table(entries, body, fail, map_location):
         if not isinstance(e, dict):
             raise fail(f"tensor {i}'s header entry is not an object")
         code = e.get("dtype")
-        if code not in _DTYPES:
-            raise fail(f"tensor {i} has unknown dtype {code!r} (numgrad reads "
+        if not isinstance(code, str) or code not in _DTYPES:
+            raise fail(f"tensor {i} has unknown dtype {str(code)[:80]!r} (numgrad reads "
                        f"{', '.join(_DTYPES)})")
         shape, offsets = e.get("shape"), e.get("offsets")
         if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
@@ -464,7 +464,8 @@ def _read_npy(fp, size, fail, what):
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(fp)
         else:
             raise ValueError(f".npy format version {version} (numgrad reads 1.0 and 2.0)")
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as e:
+    except Exception as e:  # noqa: BLE001  NumPy parses the header with tokenize and ast,
+        # whose errors on corrupt text are many (TokenError, SyntaxError, ValueError...)
         raise fail(f"{what}: a corrupt, truncated or pickled NumPy file ({e})") from None
     if dtype.hasobject:
         raise fail(f"{what} holds Python objects, stored as a pickle. {_PICKLE_HINT}")
