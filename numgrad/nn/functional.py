@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from numgrad import ops
 from numgrad.tensor import Tensor
-from numgrad.ops.index_check import check_targets
+from numgrad.ops.index_check import check_targets as _check_targets
 
 
 def relu(x, inplace=False) -> Tensor:
@@ -116,7 +116,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
     if target.shape != (n,):
         raise ValueError(f"Expected input batch_size ({n}) to match target batch_size "
                          f"({target.shape[0] if target.ndim else 0}).")
-    target = check_targets(target, c, ignore_index)  # a mask alone would take any index
+    target = _check_targets(target, c, ignore_index)  # a mask alone would take any index
     # A one-hot mask instead of gathering by index keeps this traceable under @ng.jit
     # (no data-dependent indexing) and its gradient is the same scatter.
     hit = ops.reshape(_arange_on(c, input), (1, c)) == ops.unsqueeze(target, 1)
