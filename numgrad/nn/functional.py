@@ -106,6 +106,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
     if not isinstance(target, Tensor) or target.dtype.name != "int64":
         raise RuntimeError("nll_loss: expected target to be an int64 (Long) tensor of class "
                            "indices")
+    samples = target.shape  # what reduction="none" returns: one loss per target
     if input.ndim == 1:
         input, target = ops.unsqueeze(input, 0), ops.unsqueeze(target, 0)
     if input.ndim > 2:  # (N, C, d1, ...) -> (N*d1*..., C)
@@ -121,12 +122,17 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
     # (no data-dependent indexing) and its gradient is the same scatter.
     hit = ops.reshape(_arange_on(c, input), (1, c)) == ops.unsqueeze(target, 1)
     picked = ops.sum(ops.where(hit, input, 0), 1)
-    valid = (target != ignore_index).to(input.dtype)
+    keep = target != ignore_index
+    valid = keep.to(input.dtype)
     if weight is not None:
         valid = valid * ops.sum(ops.where(hit, ops.reshape(weight, (1, c)), 0), 1)
-    loss = -(picked * valid)
+    # A where, not a product with 0, so an ignored row's gradient is 0 even when the mean's
+    # count is 0 (all ignored: PyTorch's NaN loss with zero gradients, not 0 * inf).
+    loss = ops.where(keep, -(picked * valid), 0)
     if reduction == "mean":
         return ops.sum(loss) / ops.sum(valid)
+    if reduction == "none":
+        return ops.reshape(loss, samples)
     return _reduce(loss, reduction)
 
 
@@ -149,13 +155,42 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             raise RuntimeError("cross_entropy: probability targets must have the input's shape")
         if label_smoothing > 0:  # PyTorch mixes the uniform distribution into the target
             target = target * (1 - label_smoothing) + label_smoothing / input.shape[dim]
+        if weight is not None:
+            target = target * _along(weight, dim, input.ndim)
         loss = -ops.sum(logp * target, dim)
         return _reduce(loss, reduction)
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
     if label_smoothing > 0:
-        nll = nll_loss(logp, target, weight, ignore_index, reduction)
-        smooth = _reduce(-ops.mean(logp, dim), reduction)
-        return nll * (1 - label_smoothing) + smooth * label_smoothing
-    return nll_loss(logp, target, weight, ignore_index, reduction)
+        smooth = _smoothing(logp, target, weight, ignore_index, reduction, dim)
+        return nll * (1 - label_smoothing) + smooth * (label_smoothing / input.shape[dim])
+    return nll
+
+
+def _along(weight, dim, ndim):
+    """A per-class ``weight`` shaped to broadcast along the class ``dim``."""
+    return ops.reshape(weight, tuple(-1 if i == dim else 1 for i in range(ndim)))
+
+
+def _smoothing(logp, target, weight, ignore_index, reduction, dim):
+    """PyTorch's smoothing term of ``cross_entropy`` with class indices: minus the
+    (weighted) sum of the log-probabilities over the classes, zero on ignored samples, and
+    for ``mean`` divided by what ``nll_loss`` divides by (the count, or the summed weight,
+    of the samples kept)."""
+    if weight is not None:
+        logp = logp * _along(weight, dim, logp.ndim)
+    keep = target != ignore_index
+    smooth = ops.where(keep, -ops.sum(logp, dim), 0)
+    if reduction == "none":
+        return smooth
+    total = ops.sum(smooth)
+    if reduction == "sum":
+        return total
+    if weight is None:
+        return total / ops.sum(keep.to(smooth.dtype))
+    c = logp.shape[dim]
+    classes = _along(_arange_on(c, logp), dim, logp.ndim)
+    hit = (classes == ops.unsqueeze(target, dim)) & ops.unsqueeze(keep, dim)
+    return total / ops.sum(ops.where(hit, _along(weight, dim, logp.ndim), 0))
 
 
 def linear(input, weight, bias=None) -> Tensor:

@@ -73,3 +73,27 @@ def test_label_smoothing_is_checked_and_applied_as_torch_does():
         for ls in (0.25, 1.0, -0.1):  # torch runs a negative one as no smoothing
             assert_close(F.cross_entropy(ng.tensor(x), nt, label_smoothing=ls),
                          TF.cross_entropy(torch.tensor(x), tt, label_smoothing=ls))
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3,), (2, 3, 2)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ignore_index", [-100, 1])
+def test_label_smoothing_with_weights_and_ignored_targets_matches_torch(
+        shape, reduction, weighted, ignore_index):
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape)
+    c = shape[1] if len(shape) > 1 else shape[0]
+    t = rng.integers(0, c, (shape[0],) + shape[2:] if len(shape) > 1 else ())
+    if t.ndim:
+        t.flat[0] = ignore_index if ignore_index >= 0 else 2  # one ignored sample
+    w = rng.random(c) if weighted else None
+    xt, xn = torch.tensor(x, requires_grad=True), ng.tensor(x, requires_grad=True)
+    kw = dict(reduction=reduction, ignore_index=ignore_index, label_smoothing=0.2)
+    want = TF.cross_entropy(xt, torch.tensor(t), None if w is None else torch.tensor(w), **kw)
+    got = F.cross_entropy(xn, ng.tensor(t), None if w is None else ng.tensor(w), **kw)
+    assert got.shape == tuple(want.shape)  # "none" keeps the targets' shape
+    assert_close(got, want)
+    want.sum().backward()
+    got.sum().backward()
+    assert_close(xn.grad, xt.grad)

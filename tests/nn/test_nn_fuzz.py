@@ -22,6 +22,8 @@ torch = pytest.importorskip("torch")
 FOUND = [
     (8, "cross_entropy with label_smoothing=-0.1: numgrad smoothed, torch runs it as 0"),
     (9, "SGD momentum over [p, p]: numgrad moved one buffer where torch starts two"),
+    (1019, "cross_entropy label_smoothing with ignore_index: the smoothing term counted the "
+           "ignored rows"),
 ]
 FRESH = [202, 303]
 ACTIVATIONS = ["ReLU", "Tanh", "Sigmoid", "GELU", "GELU_tanh", "Identity"]
