@@ -97,3 +97,12 @@ def test_label_smoothing_with_weights_and_ignored_targets_matches_torch(
     want.sum().backward()
     got.sum().backward()
     assert_close(xn.grad, xt.grad)
+
+
+@pytest.mark.skipif(not ng.cuda.is_available(), reason="needs CUDA or Numba's simulator")
+def test_out_of_range_targets_raise_under_jit_on_cuda():
+    x = ng.tensor(X, device="cuda", requires_grad=True)
+    with pytest.raises(IndexError, match="Target 5 is out of bounds."):
+        _ce_mean(x, ng.tensor([0, 5, 1], device="cuda"))
+    got = _ce_mean(x, ng.tensor([0, 2, 1], device="cuda"))
+    assert_close(got.cpu(), TF.cross_entropy(torch.tensor(X), torch.tensor([0, 2, 1])))
