@@ -194,3 +194,12 @@ def test_a_save_killed_by_sigkill_leaves_a_file_the_next_save_removes(tmp_path):
     ng.save({"w": ng.ones(4)}, path)
     assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.ng", live.name])
     assert ng.load(path)["w"].sum().item() == 4
+
+
+@pytest.mark.skipif(not ng.cuda.is_available(), reason="needs CUDA or Numba's simulator")
+def test_cuda_tensors_stream_through_a_host_buffer_and_come_back_on_the_device():
+    x = ng.arange(6, dtype=ng.float32, device="cuda").reshape(2, 3).t()  # not contiguous
+    got = ng.load(io.BytesIO(_saved({"x": x})))["x"]
+    assert got.device.type == "cuda" and got.shape == (3, 2)
+    np.testing.assert_array_equal(got.cpu().numpy(), x.cpu().numpy())
+    assert ng.load(io.BytesIO(_saved({"x": x})), map_location="cpu")["x"].device.type == "cpu"
