@@ -29,6 +29,7 @@ from numgrad.nn.functional import softmax, log_softmax, logsumexp
 from numgrad.errors import TracingError
 from numgrad.dlpack import from_dlpack
 from numgrad.serialization import save, load
+from numgrad import profiler
 
 float = float32  # noqa: A001  (PyTorch spells the default float dtype this way too)
 double = float64
