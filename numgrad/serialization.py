@@ -133,8 +133,9 @@ def _header(obj):
     return struct.pack("<Q", len(header)) + header, tensors
 
 
-def _write(obj, out) -> None:
-    prefix, tensors = _header(obj)  # raises TypeError before a byte is written
+def _write(header, out) -> None:
+    """Write ``_header(obj)``'s prefix, then each tensor's bytes."""
+    prefix, tensors = header
     out.write(prefix)
     for t in tensors:
         a = _host_array(t)
@@ -146,7 +147,7 @@ def _write(obj, out) -> None:
 def to_bytes(obj) -> bytes:
     """The file ``ng.save`` writes, as bytes."""
     buf = io.BytesIO()
-    _write(obj, buf)
+    _write(_header(obj), buf)
     return buf.getvalue()
 
 
@@ -167,17 +168,17 @@ def save(obj, f) -> None:
     >>> ng.load(path)
     {'w': tensor([1., 1.]), 'step': 3}
     """
+    header = _header(obj)  # a TypeError here writes nothing, and leaves no temporary file
     if hasattr(f, "write"):
-        _write(obj, f)
+        _write(header, f)
         return
     path = os.path.abspath(os.fspath(f))
     folder, base = os.path.split(path)
-    _header(obj)  # a TypeError leaves no temporary file behind
     _remove_orphans(folder, base)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=_tmp_prefix(base), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
-            _write(obj, out)
+            _write(header, out)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
