@@ -81,10 +81,12 @@ def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
     ``__dlpack__`` and ``__dlpack_device__``: a PyTorch, NumPy, JAX or CuPy array)
     (``torch.from_dlpack``). CPU and CUDA memory are shared without a copy (an object
     with a ``__cuda_array_interface__`` and no ``__dlpack__`` is taken through the
-    former). ``copy=True`` asks for a copy, ``device`` moves the result.
+    former). ``copy=True`` asks for a copy, ``device`` moves the result. Memory the
+    producer marked read-only is copied, since numgrad's tensors are writable.
 
     Raises TypeError for an object that is neither, or a dtype numgrad lacks (float32,
-    float64, int64 and bool are its dtypes); BufferError for a device it cannot reach.
+    float64, int64 and bool are its dtypes); BufferError for a device it cannot reach, or
+    read-only memory with ``copy=False``.
 
     >>> import numpy as np
     >>> a = np.zeros(3)
@@ -109,7 +111,7 @@ def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
     if kind in (KDL_CUDA, KDL_CUDA_MANAGED):
         t = _from_cuda(obj, copy)
     elif kind in (KDL_CPU, KDL_CUDA_HOST):
-        t = _wrap(np.from_dlpack(obj, copy=copy))
+        t = _wrap_host(np.from_dlpack(obj, copy=copy), copy)
     else:
         raise BufferError(f"from_dlpack(): DLPack device type {kind} is not supported; numgrad "
                           "tensors live on the CPU (1) or a CUDA device (2)")
@@ -122,6 +124,18 @@ def _wrap(a: np.ndarray) -> Tensor:
                         "float32, float64, int64 and bool); convert on the producer's side "
                         "first, e.g. t.double() or t.long()")
     return Tensor._make(a)
+
+
+def _wrap_host(a: np.ndarray, copy) -> Tensor:
+    # numgrad's tensors are writable, and a NumPy read-only flag would surface only at the
+    # first in-place op, as a misleading "single memory location" error: memory the
+    # producer marked read-only is copied (as on CUDA), or refused when copy=False.
+    if not a.flags.writeable:
+        if copy is False:
+            raise BufferError("from_dlpack(): the producer's memory is read-only and numgrad "
+                              "tensors are writable; pass copy=None to copy it")
+        a = np.array(a)
+    return _wrap(a)
 
 
 def _from_cuda(obj, copy):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from numgrad import ops
 from numgrad.ops.conv import named as _named
 from numgrad.tensor import Tensor
+from numgrad.ops.index_check import check_targets as _check_targets
 
 
 def relu(x, inplace=False) -> Tensor:
@@ -106,6 +107,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
     if not isinstance(target, Tensor) or target.dtype.name != "int64":
         raise RuntimeError("nll_loss: expected target to be an int64 (Long) tensor of class "
                            "indices")
+    samples = target.shape  # what reduction="none" returns: one loss per target
     if input.ndim == 1:
         input, target = ops.unsqueeze(input, 0), ops.unsqueeze(target, 0)
     if input.ndim > 2:  # (N, C, d1, ...) -> (N*d1*..., C)
@@ -116,17 +118,22 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
     if target.shape != (n,):
         raise ValueError(f"Expected input batch_size ({n}) to match target batch_size "
                          f"({target.shape[0] if target.ndim else 0}).")
-    _check_targets(target, c, ignore_index)
+    target = _check_targets(target, c, ignore_index)  # a mask alone would take any index
     # A one-hot mask instead of gathering by index keeps this traceable under @ng.jit
     # (no data-dependent indexing) and its gradient is the same scatter.
     hit = ops.reshape(_arange_on(c, input), (1, c)) == ops.unsqueeze(target, 1)
     picked = ops.sum(ops.where(hit, input, 0), 1)
-    valid = (target != ignore_index).to(input.dtype)
+    keep = target != ignore_index
+    valid = keep.to(input.dtype)
     if weight is not None:
         valid = valid * ops.sum(ops.where(hit, ops.reshape(weight, (1, c)), 0), 1)
-    loss = -(picked * valid)
+    # A where, not a product with 0, so an ignored row's gradient is 0 even when the mean's
+    # count is 0 (all ignored: PyTorch's NaN loss with zero gradients, not 0 * inf).
+    loss = ops.where(keep, -(picked * valid), 0)
     if reduction == "mean":
         return _named(ops.sum(loss) / ops.sum(valid), "NllLossBackward0")
+    if reduction == "none":
+        return _named(ops.reshape(loss, samples), "NllLossBackward0")
     return _named(_reduce(loss, reduction), "NllLossBackward0")
 
 
@@ -137,30 +144,54 @@ def _arange_on(n, like):
     return arange(n) if dev.type == "cpu" else arange(n, device=dev)
 
 
-def _check_targets(target, c, ignore_index):
-    data = target._data
-    if type(data).__module__ != "numpy":
-        return  # traced: values unknown until run time
-    bad = (data != ignore_index) & ((data < 0) | (data >= c))
-    if bad.any():
-        raise IndexError(f"Target {int(data[bad][0])} is out of bounds.")
-
-
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
                   label_smoothing=0.0) -> Tensor:
     """``nll_loss(log_softmax(input, 1), target)``; ``target`` may also be class probabilities."""
+    if label_smoothing > 1.0:  # PyTorch checks only the upper end (a negative one runs)
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     dim = 1 if input.ndim > 1 else 0
     logp = log_softmax(input, dim)
     if isinstance(target, Tensor) and target.dtype.is_floating_point:
         if target.shape != input.shape:
             raise RuntimeError("cross_entropy: probability targets must have the input's shape")
+        if label_smoothing > 0:  # PyTorch mixes the uniform distribution into the target
+            target = target * (1 - label_smoothing) + label_smoothing / input.shape[dim]
+        if weight is not None:
+            target = target * _along(weight, dim, input.ndim)
         loss = -ops.sum(logp * target, dim)
         return _reduce(loss, reduction)
-    if label_smoothing:
-        nll = nll_loss(logp, target, weight, ignore_index, reduction)
-        smooth = _reduce(-ops.mean(logp, dim), reduction)
-        return nll * (1 - label_smoothing) + smooth * label_smoothing
-    return nll_loss(logp, target, weight, ignore_index, reduction)
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing > 0:
+        smooth = _smoothing(logp, target, weight, ignore_index, reduction, dim)
+        return nll * (1 - label_smoothing) + smooth * (label_smoothing / input.shape[dim])
+    return nll
+
+
+def _along(weight, dim, ndim):
+    """A per-class ``weight`` shaped to broadcast along the class ``dim``."""
+    return ops.reshape(weight, tuple(-1 if i == dim else 1 for i in range(ndim)))
+
+
+def _smoothing(logp, target, weight, ignore_index, reduction, dim):
+    """PyTorch's smoothing term of ``cross_entropy`` with class indices: minus the
+    (weighted) sum of the log-probabilities over the classes, zero on ignored samples, and
+    for ``mean`` divided by what ``nll_loss`` divides by (the count, or the summed weight,
+    of the samples kept)."""
+    if weight is not None:
+        logp = logp * _along(weight, dim, logp.ndim)
+    keep = target != ignore_index
+    smooth = ops.where(keep, -ops.sum(logp, dim), 0)
+    if reduction == "none":
+        return smooth
+    total = ops.sum(smooth)
+    if reduction == "sum":
+        return total
+    if weight is None:
+        return total / ops.sum(keep.to(smooth.dtype))
+    c = logp.shape[dim]
+    classes = _along(_arange_on(c, logp), dim, logp.ndim)
+    hit = (classes == ops.unsqueeze(target, dim)) & ops.unsqueeze(keep, dim)
+    return total / ops.sum(ops.where(hit, _along(weight, dim, logp.ndim), 0))
 
 
 def linear(input, weight, bias=None) -> Tensor:

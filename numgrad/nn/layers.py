@@ -6,6 +6,7 @@ functional form in ``nn.functional``; ``device=``/``dtype=`` are PyTorch's facto
 from __future__ import annotations
 
 import math
+import operator
 
 from numgrad import creation
 from numgrad.nn import functional as F, init
@@ -14,8 +15,25 @@ from numgrad.nn.parameter import Parameter
 
 
 def _param(*shape, device=None, dtype=None):
+    # PyTorch's checks on a layer's sizes (``nn.Linear(3.5, 2)`` must not build a layer).
+    for i, s in enumerate(shape):
+        if not hasattr(type(s), "__index__"):
+            raise TypeError(_size_error(i, type(s).__name__))
+    shape = tuple(operator.index(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(shape)}: {list(shape)}")
     t = creation.empty(*shape, dtype=dtype)
     return Parameter(t if device is None else t.to(device))
+
+
+def _size_error(i, kind):
+    """PyTorch's text for a size that is not an int (its wording depends on the place)."""
+    if i == 0:
+        return ("empty(): argument 'size' (position 1) must be tuple of ints, but found "
+                f"element of type {kind} at pos 0")
+    return (f"empty(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+            f'"type must be tuple of ints,but got {kind}"')
 
 
 class Identity(Module):

@@ -10,7 +10,7 @@ import numpy as np
 
 from numgrad.ops.registry import defop
 from numgrad.ops.elementwise import where
-from numgrad.ops.reduction import _unreduce, reduced_shape, sum_p
+from numgrad.ops.reduction import _unreduce, np_axis, reduced_shape, sum_p
 
 
 def _acc_dtype(d):
@@ -23,7 +23,7 @@ cumsum_p = defop("cumsum", inputs=("x",), params=("dim",),
                  abstract=lambda x, dim: (x.shape, _acc_dtype(x.dtype)))
 prod_p = defop("prod", inputs=("x",), params=("dim", "keepdim"),
                node=lambda p, s: "ProdBackward0" if p["dim"] is None else "ProdBackward1",
-               impl=lambda x, dim, keepdim: np.prod(x, axis=dim, keepdims=keepdim,
+               impl=lambda x, dim, keepdim: np.prod(x, axis=np_axis(x, dim), keepdims=keepdim,
                                                     dtype=_acc_dtype(x.dtype)),
                abstract=lambda x, dim, keepdim: (reduced_shape(x.shape, dim, keepdim),
                                                  _acc_dtype(x.dtype)))

@@ -36,6 +36,12 @@ def normalize_dims(dim, ndim):
     return tuple(sorted(out))
 
 
+def np_axis(x, dim):
+    """NumPy's ``axis`` for the normalized ``dim`` of ``x``: a 0-d tensor's dim 0 (or -1),
+    which PyTorch accepts as the whole tensor, is NumPy's ``None`` (NumPy has no axis 0)."""
+    return None if x.ndim == 0 else dim
+
+
 def reduced_shape(shape, dim, keepdim):
     if dim is None:
         return tuple(1 for _ in shape) if keepdim else ()
@@ -64,8 +70,8 @@ def _np_mean(x, dim, keepdim):
     if x.size == 0:  # NumPy warns "Mean of empty slice"; PyTorch's NaN is silent
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return np.mean(x, axis=dim, keepdims=keepdim, dtype=x.dtype)
-    return np.mean(x, axis=dim, keepdims=keepdim, dtype=x.dtype)
+            return np.mean(x, axis=np_axis(x, dim), keepdims=keepdim, dtype=x.dtype)
+    return np.mean(x, axis=np_axis(x, dim), keepdims=keepdim, dtype=x.dtype)
 
 
 _SUM = Reduction(EW.add, lambda dt: 0, additive=True)
@@ -74,7 +80,7 @@ _MAX = Reduction(EW.maximum, _lowest)
 _MIN = Reduction(EW.minimum, _highest)
 
 sum_p = defop("sum", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
-              impl=lambda x, dim, keepdim: np.sum(x, axis=dim, keepdims=keepdim,
+              impl=lambda x, dim, keepdim: np.sum(x, axis=np_axis(x, dim), keepdims=keepdim,
                                                   dtype=_sum_dtype(x.dtype)),
               abstract=_reduce_abstract(_sum_dtype),
               node=lambda p, s: "SumBackward0" if p["dim"] is None else "SumBackward1",
@@ -85,10 +91,10 @@ mean_p = defop("mean", kind="reduction", inputs=("x",), params=("dim", "keepdim"
                node=lambda p, s: "MeanBackward0" if p["dim"] is None else "MeanBackward1",
                reduce=_MEAN)
 amax_p = defop("amax", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
-               impl=lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim),
+               impl=lambda x, dim, keepdim: np.amax(x, axis=np_axis(x, dim), keepdims=keepdim),
                abstract=_reduce_abstract(lambda d: d), reduce=_MAX)
 amin_p = defop("amin", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
-               impl=lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim),
+               impl=lambda x, dim, keepdim: np.amin(x, axis=np_axis(x, dim), keepdims=keepdim),
                abstract=_reduce_abstract(lambda d: d), reduce=_MIN)
 argmax_p = defop("argmax", inputs=("x",), params=("dim", "keepdim"),
                  impl=lambda x, dim, keepdim: np.argmax(x, axis=dim, keepdims=keepdim),
@@ -139,16 +145,18 @@ argmin_p.defvjp(None)
 
 # max(dim)/min(dim) values: the gradient goes to the index that was picked, as in PyTorch.
 max_dim_p = defop("max_dim", inputs=("x",), params=("dim", "keepdim"), node="MaxBackward0",
-                  impl=lambda x, dim, keepdim: np.amax(x, axis=dim, keepdims=keepdim),
+                  impl=lambda x, dim, keepdim: np.amax(x, axis=np_axis(x, dim), keepdims=keepdim),
                   abstract=lambda x, dim, keepdim: (reduced_shape(x.shape, (dim,), keepdim),
                                                     x.dtype))
 min_dim_p = defop("min_dim", inputs=("x",), params=("dim", "keepdim"), node="MinBackward0",
-                  impl=lambda x, dim, keepdim: np.amin(x, axis=dim, keepdims=keepdim),
+                  impl=lambda x, dim, keepdim: np.amin(x, axis=np_axis(x, dim), keepdims=keepdim),
                   abstract=max_dim_p.abstract)
 
 
 def _picked_vjp(arg_p):
     def rule(g, x, x_shape, dim, keepdim):
+        if not x_shape:  # a 0-d tensor: its one element was picked
+            return g
         from numgrad.creation import arange
         from numgrad.ops.layout import reshape
         idx = arg_p(x.detach(), dim=dim, keepdim=True)

@@ -44,6 +44,11 @@ class SGD(Optimizer):
     def _update(self, group):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        # The buffers as the step found them, read once before any update, as PyTorch's
+        # SGD does: a parameter listed twice ([p, p]) then steps as PyTorch's would (two
+        # fresh buffers on the first step, one buffer moved twice after).
+        bufs = {id(p): self.state[p].get("momentum_buffer")
+                for p in group["params"] if momentum != 0}
         for p in group["params"]:
             grad = self._grad_of(p, group)
             if grad is None:
@@ -53,10 +58,9 @@ class SGD(Optimizer):
             if weight_decay != 0:
                 g = k.added(g, k.view(p), weight_decay)
             if momentum != 0:
-                state = self.state[p]
-                buf = state.get("momentum_buffer")
+                buf = bufs[id(p)]
                 if buf is None:
-                    buf = state["momentum_buffer"] = copy_state(_as_tensor(g))
+                    buf = self.state[p]["momentum_buffer"] = copy_state(_as_tensor(g))
                 else:
                     b = k.view(buf)
                     k.mul_(b, momentum)

@@ -59,12 +59,14 @@ class DataLoader:
     >>> [b[0].tolist() for b in ng.utils.data.DataLoader(ds, batch_size=2)]
     [[0, 1], [2, 3], [4]]
 
-    Raises ValueError for a batch_size below 1.
+    Raises ValueError for a batch_size that is not a positive Python int (PyTorch's test).
     """
 
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool = False,
                  drop_last: bool = False, collate_fn=None, generator=None):
-        if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1):
+        # PyTorch's BatchSampler test: a Python int (not a bool, float, str or NumPy int).
+        if batch_size is not None and (not isinstance(batch_size, int)
+                                       or isinstance(batch_size, bool) or batch_size < 1):
             raise ValueError("batch_size should be a positive integer value, but got "
                              f"batch_size={batch_size}")
         self.dataset = dataset
