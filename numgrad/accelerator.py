@@ -16,7 +16,7 @@ def is_available() -> bool:
     return cuda_is_available()
 
 
-def current_accelerator(check_available: bool = False):
+def current_accelerator(check_available: bool = False) -> "device | None":
     """``device(type='cuda')`` when CUDA is available, else None
     (``torch.accelerator.current_accelerator``). Programs pick their device with it:
 

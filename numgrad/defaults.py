@@ -28,7 +28,7 @@ def set_default_dtype(d) -> None:
     _dt.default_float = d
 
 
-def get_default_dtype():
+def get_default_dtype() -> _dt.dtype:
     """The dtype Python floats become (``torch.get_default_dtype``): float32 unless set.
 
     >>> ng.get_default_dtype()
@@ -53,7 +53,7 @@ def set_default_device(dev) -> None:
     device = None if dev.type == "cpu" else dev
 
 
-def get_default_device():
+def get_default_device() -> "device":
     """The device factories use when given none (``torch.get_default_device``).
 
     >>> ng.get_default_device()
