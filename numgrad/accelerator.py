@@ -5,6 +5,8 @@ numba.cuda import); CUDA, or Numba's CUDA simulator, is numgrad's only accelerat
 """
 from __future__ import annotations
 
+from numgrad import devices  # imported with numgrad: ng.cuda then costs no import either
+
 
 def is_available() -> bool:
     """Whether an accelerator (CUDA) can hold tensors (``torch.accelerator.is_available``).
@@ -12,8 +14,7 @@ def is_available() -> bool:
     >>> ng.accelerator.is_available() == ng.cuda.is_available()
     True
     """
-    from numgrad.devices import cuda_is_available
-    return cuda_is_available()
+    return devices.cuda_is_available()
 
 
 def current_accelerator(check_available: bool = False) -> "device | None":

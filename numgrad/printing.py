@@ -161,11 +161,12 @@ def _add_suffixes(text, suffixes, indent):
 
 def tensor_repr(t) -> str:
     """``tensor([...], dtype=..., requires_grad=True)`` laid out as PyTorch lays it out."""
-    from numgrad import dtypes as _dt
+    from numgrad import defaults as _defaults, dtypes as _dt
     data = t._data
     prefix = "tensor("
     suffixes = []
-    if t.device.type != "cpu":
+    default_device = _defaults.device.type if _defaults.device is not None else "cpu"
+    if t.device.type != default_device:  # as PyTorch: only a device other than the default
         suffixes.append(f"device='{t.device}'")
     if type(data) is not np.ndarray and hasattr(data, "_ng_host"):
         data = data._ng_host()  # a device tensor prints its values, copied to the host

@@ -255,6 +255,20 @@ def test_default_device_and_accelerator():
         assert acc.type == "cuda"
 
 
+@pytest.mark.skipif(not ng.cuda.is_available(), reason="no CUDA device or simulator")
+def test_default_device_cuda_places_factories_there():
+    try:
+        ng.set_default_device("cuda")
+        x = ng.zeros(2)
+        assert x.device.type == "cuda" and ng.get_default_device().type == "cuda"
+        assert x.type() == "torch.cuda.FloatTensor"
+        assert repr(x) == "tensor([0., 0.])"  # PyTorch names only a non-default device
+        assert ng.zeros_like(ng.tensor([1.0], device="cpu")).device.type == "cpu"
+    finally:
+        ng.set_default_device(None)
+    assert ng.zeros(1).device == ng.device("cpu")
+
+
 def test_cuda_is_available_answers_fast_without_a_driver():
     if any(os.path.exists(f) for f in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg")):
         pytest.skip("an NVIDIA driver is present")

@@ -106,7 +106,7 @@ def bmm(input, mat2) -> Tensor:
     other ranks, mismatched batch or inner sizes, or different dtypes.
 
     >>> ng.bmm(ng.ones(2, 3, 4), ng.ones(2, 4, 5)).shape
-    (2, 3, 5)
+    torch.Size([2, 3, 5])
     """
     from numgrad.tensor import Tensor
     for pos, (name, t) in enumerate((("input", input), ("mat2", mat2)), 1):
