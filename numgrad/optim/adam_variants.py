@@ -8,8 +8,11 @@ Room: optim. PyTorch's single-tensor code term by term on ``optim.kernels``; the
 from __future__ import annotations
 
 from numgrad.optim.adaptive import check_nonnegative
-from numgrad.optim.kernels import advance, kernels_for, scale_state, step_state, zeros_state
+from numgrad.optim.kernels import advance, scale_state
 from numgrad.optim.optimizer import Optimizer
+
+
+_MOMENTS = ("exp_avg", "exp_avg_sq")
 
 
 def _check_adam(lr, betas, eps, weight_decay):
@@ -29,19 +32,6 @@ def _decay(k, x, g, group):
         k.mul_(x, 1 - group["lr"] * wd)
         return g
     return k.added(g, x, wd)
-
-
-def _moments(optimizer, p, extra=()):
-    """The parameter's state, created on its first step: ``step``, then ``extra`` keys,
-    then ``exp_avg`` and ``exp_avg_sq`` (PyTorch's order)."""
-    state = optimizer.state[p]
-    if not state:
-        state["step"] = step_state()
-        for key in extra:
-            state[key] = step_state(1.0)
-        state["exp_avg"] = zeros_state(p)
-        state["exp_avg_sq"] = zeros_state(p)
-    return state
 
 
 class Adamax(Optimizer):
@@ -64,16 +54,7 @@ class Adamax(Optimizer):
 
     def _update(self, group):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        for p in group["params"]:
-            grad = self._grad_of(p, group)
-            if grad is None:
-                continue
-            state = self.state[p]
-            if not state:
-                state["step"] = step_state()
-                state["exp_avg"] = zeros_state(p)
-                state["exp_inf"] = zeros_state(p)
-            k = kernels_for(p)
+        for p, grad, state, k in self._stepping(group, ("exp_avg", "exp_inf")):
             step = advance(state)
             x = k.view(p)
             g = _decay(k, x, k.view(grad), group)
@@ -113,12 +94,7 @@ class NAdam(Optimizer):
     def _update(self, group):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         momentum_decay = group["momentum_decay"]
-        for p in group["params"]:
-            grad = self._grad_of(p, group)
-            if grad is None:
-                continue
-            state = _moments(self, p, extra=("mu_product",))
-            k = kernels_for(p)
+        for p, grad, state, k in self._stepping(group, ("mu_product",) + _MOMENTS):
             step = advance(state)
             bias_correction2 = 1 - beta2 ** step
             x = k.view(p)
@@ -159,12 +135,7 @@ class RAdam(Optimizer):
 
     def _update(self, group):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        for p in group["params"]:
-            grad = self._grad_of(p, group)
-            if grad is None:
-                continue
-            state = _moments(self, p)
-            k = kernels_for(p)
+        for p, grad, state, k in self._stepping(group, _MOMENTS):
             step = advance(state)
             x = k.view(p)
             g = _decay(k, x, k.view(grad), group)

@@ -10,7 +10,7 @@ between the two.
 from __future__ import annotations
 
 from numgrad.creation import full_like
-from numgrad.optim.kernels import advance, kernels_for, step_state, zeros_state
+from numgrad.optim.kernels import advance, step_state
 from numgrad.optim.optimizer import Optimizer
 
 
@@ -48,19 +48,9 @@ class RMSprop(Optimizer):
         lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
         weight_decay, momentum, centered = (group["weight_decay"], group["momentum"],
                                             group["centered"])
-        for p in group["params"]:
-            grad = self._grad_of(p, group)
-            if grad is None:
-                continue
-            state = self.state[p]
-            if not state:
-                state["step"] = step_state()
-                state["square_avg"] = zeros_state(p)
-                if momentum > 0:
-                    state["momentum_buffer"] = zeros_state(p)
-                if centered:
-                    state["grad_avg"] = zeros_state(p)
-            k = kernels_for(p)
+        buffers = ("square_avg",) + ("momentum_buffer",) * (momentum > 0) + \
+            ("grad_avg",) * bool(centered)
+        for p, grad, state, k in self._stepping(group, buffers):
             advance(state)
             x, g = k.view(p), k.view(grad)
             if weight_decay != 0:
@@ -121,12 +111,7 @@ class Adagrad(Optimizer):
     def _update(self, group):
         lr, lr_decay, eps, weight_decay = (group["lr"], group["lr_decay"], group["eps"],
                                            group["weight_decay"])
-        for p in group["params"]:
-            grad = self._grad_of(p, group)
-            if grad is None:
-                continue
-            state = self.state[p]
-            k = kernels_for(p)
+        for p, grad, state, k in self._stepping(group):  # the state exists from __init__
             step = advance(state)
             x, g = k.view(p), k.view(grad)
             if weight_decay != 0:
@@ -164,16 +149,7 @@ class Adadelta(Optimizer):
     def _update(self, group):
         lr, rho, eps, weight_decay = (group["lr"], group["rho"], group["eps"],
                                       group["weight_decay"])
-        for p in group["params"]:
-            grad = self._grad_of(p, group)
-            if grad is None:
-                continue
-            state = self.state[p]
-            if not state:
-                state["step"] = step_state()
-                state["square_avg"] = zeros_state(p)
-                state["acc_delta"] = zeros_state(p)
-            k = kernels_for(p)
+        for p, grad, state, k in self._stepping(group, ("square_avg", "acc_delta")):
             advance(state)
             x, g = k.view(p), k.view(grad)
             if weight_decay != 0:

@@ -70,23 +70,14 @@ def test_trajectory_matches_torch(name, kw, dtype, rtol, atol):
         _close(ps, ts, rtol, atol)
 
 
-def _to_torch(obj):
-    if isinstance(obj, ng.Tensor):
-        return torch.tensor(obj.numpy())
+def _convert(obj, src, make):
+    """A state dict with each ``src`` tensor rebuilt by ``make`` from its values."""
+    if isinstance(obj, src):
+        return make(obj.numpy())
     if isinstance(obj, dict):
-        return {k: _to_torch(v) for k, v in obj.items()}
+        return {k: _convert(v, src, make) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_to_torch(v) for v in obj]
-    return obj
-
-
-def _to_ng(obj):
-    if isinstance(obj, torch.Tensor):
-        return ng.tensor(obj.numpy())
-    if isinstance(obj, dict):
-        return {k: _to_ng(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_to_ng(v) for v in obj]
+        return [_convert(v, src, make) for v in obj]
     return obj
 
 
@@ -114,8 +105,8 @@ def test_state_dict_layout_and_round_trip(name, kw):
     with torch.no_grad():
         for t2, p in zip(ts2, ps):
             t2.copy_(torch.tensor(p.detach().numpy()))
-    topt2.load_state_dict(_to_torch(sd))
-    opt2.load_state_dict(_to_ng(tsd))
+    topt2.load_state_dict(_convert(sd, ng.Tensor, torch.tensor))
+    opt2.load_state_dict(_convert(tsd, torch.Tensor, ng.tensor))
     for _ in range(3):
         _step(opt2, ng, ps2)
         _step(topt2, torch, ts2)
