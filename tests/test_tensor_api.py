@@ -164,7 +164,8 @@ def test_pytorch_keyword_names():
              (ng.where(condition=x > 0, input=x, other=ng.zeros(1)),
               torch.where(condition=tx > 0, input=tx, other=torch.zeros(1))),
              (ng.mm(input=x, mat2=x.T), torch.mm(input=tx, mat2=tx.T)),
-             (ng.sum(input=x), torch.sum(input=tx))]
+             (ng.sum(input=x), torch.sum(input=tx)),
+             (x.matmul(other=x.T), tx.matmul(other=tx.T)), (x.add(other=x), tx.add(other=tx))]
     for o, to in pairs:
         _close(o, to)
 

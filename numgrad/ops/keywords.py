@@ -119,16 +119,6 @@ def with_keywords(fn, names: dict):
     return call
 
 
-def with_axis(fn):
-    """``fn`` taking ``axis=`` as an alias of its ``dim=`` (PyTorch accepts both)."""
-    return with_keywords(fn, {"axis": "dim"})
-
-
-def takes_dim(fn) -> bool:
-    """Whether ``fn`` has a ``dim`` parameter and no ``axis`` of its own."""
-    return "axis" in renames(fn)
-
-
 def install(namespace: dict) -> None:
     """Give the functions of a module namespace (``numgrad``'s) PyTorch's keyword names
     and ``out=``."""

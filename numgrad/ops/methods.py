@@ -407,8 +407,11 @@ _METHODS.update({
     "type": new_tensors.type, **{n: getattr(new_tensors, n) for n in (
         "new_ones", "new_zeros", "new_empty", "new_full", "new_tensor")},
 })
-# PyTorch takes axis= wherever it takes dim=.
-_METHODS.update({n: keywords.with_axis(f) for n, f in _METHODS.items() if keywords.takes_dim(f)})
+# PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
+# first is self, so input= is not a method's keyword).
+_METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()
+                 for names in [{k: v for k, v in keywords.renames(f).items() if k != "input"}]
+                 if names})
 
 
 def install():
