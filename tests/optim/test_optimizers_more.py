@@ -131,3 +131,16 @@ def test_bad_hyperparameters_raise_torch_errors(name, kw, message):
     with pytest.raises(ValueError) as theirs:
         getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(1))], **kw)
     assert str(ours.value) == str(theirs.value) == message
+
+
+@pytest.mark.parametrize("name,kw", CASES, ids=IDS)
+def test_tensor_kernels_follow_the_same_path(name, kw, monkeypatch):
+    # Off the CPU the updates run as numgrad tensor ops (kernels.TensorKernels); forcing
+    # that kernel set on CPU tensors checks its spelling of each update against PyTorch.
+    from numgrad.optim import kernels
+    monkeypatch.setattr(kernels, "kernels_for", lambda t: kernels.TensorKernels)
+    ps, opt, ts, topt = _pair(name, kw, np.float64)
+    for _ in range(4):
+        _step(opt, ng, ps)
+        _step(topt, torch, ts)
+    _close(ps, ts, 1e-10, 1e-12)
