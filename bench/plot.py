@@ -30,7 +30,7 @@ def plot_results(rows, meta, path):
     panels = []
     heads = _headlines(ok)
     if heads:
-        panels.append(lambda ax: _speedups(ax, ok, heads, systems, meta))
+        panels.append(lambda ax: _speedups(ax, ok, heads, systems, meta, rows))
     if len({r["size"] for r in w2}) >= 2:
         panels.append(lambda ax: _w2_sizes(ax, w2, systems, meta))
         if any(r["system"] == "numgrad eager" for r in w2) and \
@@ -42,8 +42,8 @@ def plot_results(rows, meta, path):
                              squeeze=False)
     for draw, ax in zip(panels, axes[0]):
         draw(ax)
-    th = meta.get("threads", {})
-    fig.suptitle(f"numgrad bench ({meta.get('mode')}), {th.get('threads')} threads, "
+    n = meta.get("threads", {}).get("threads")
+    fig.suptitle(f"numgrad bench ({meta.get('mode')}), {n} thread{'' if n == 1 else 's'}, "
                  f"{meta.get('versions', {}).get('cpu', '')}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -60,17 +60,26 @@ def _headlines(ok):
     return heads
 
 
-def _speedups(ax, ok, heads, systems, meta):
-    """Speedup over torch eager (or numgrad eager), headline case of each workload."""
+def _speedups(ax, ok, heads, systems, meta, rows):
+    """Speedup over torch eager (or numgrad eager), headline case of each workload; a
+    system without a bar says why where its bar would stand (torch.compile cannot
+    double-backward W5, say)."""
     width = 0.8 / max(len(systems), 1)
     for i, s in enumerate(systems):
         xs, ys = [], []
         for j, key in enumerate(heads):
             by = {x["system"]: x for x in ok if (x["workload"], x["case"]) == key}
             base = by.get("torch eager") or by.get("numgrad eager")
+            x = j + (i - len(systems) / 2 + 0.5) * width
             if s in by and base:
-                xs.append(j + (i - len(systems) / 2 + 0.5) * width)
+                xs.append(x)
                 ys.append(base["time_s"] / by[s]["time_s"])
+            elif base:
+                why = next((r for r in rows if (r["workload"], r["case"]) == key
+                            and r["system"] == s and r["status"] != "ok"), None)
+                if why is not None:
+                    ax.text(x, 1.0, f"{s}: {why['status']}", rotation=90, fontsize=6,
+                            ha="center", va="bottom", color=COLORS.get(s, "k"))
         if xs:
             bars = ax.bar(xs, ys, width, label=s, color=COLORS.get(s))
             ax.bar_label(bars, labels=[f"{y:.2g}" for y in ys], fontsize=6, rotation=90,
@@ -117,6 +126,8 @@ def _break_even(ax, rows, w2):
         for r in allw2:
             if r["system"] != s or not r.get("time_s") or r["size"] not in eager:
                 continue
+            if r.get("first_call") not in (None, "compile"):
+                continue  # its first call compiled nothing: there is no compile to repay
             gain = eager[r["size"]] - r["time_s"]
             extra = max((r.get("first_call_s") or 0.0) - r["time_s"], 0.0)
             if gain > 0:
@@ -127,7 +138,8 @@ def _break_even(ax, rows, w2):
     ax.set_yscale("log")
     ax.set_xlabel("elements n (W2, float64)")
     ax.set_ylabel("calls until compile time is repaid")
-    ax.set_title("W2: break-even vs numgrad eager\n(missing point: never faster)")
+    ax.set_title("W2: break-even vs numgrad eager\n(missing point: never faster, or its "
+                 "first call compiled nothing)")
     ax.grid(True, which="both", alpha=0.3)
     if ax.lines:
         ax.legend(fontsize=7)

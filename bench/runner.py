@@ -146,12 +146,14 @@ def cpu_model() -> str | None:
 # ----------------------------------------------------------------------------- one case
 def run_case(mod, case, systems, skipped, cfg, progress) -> list[dict]:
     from bench import common
+    from numgrad.compiler import plan_cache
 
     title = f"{case.workload} {case.label}"
     base = dict(workload=case.workload, title=mod.TITLE, case=case.label, size=case.size,
                 dtype=case.dtype, headline=case.headline)
     rows = {s: dict(base, system=s, status="ok", error=None, time_s=None, time_min_s=None,
                     time_iqr_s=None, samples=None, inner=None, first_call_s=None,
+                    first_call=None,
                     ratio_torch=None, ratio_numgrad_eager=None, rss_peak_mb=None,
                     traced_peak_mb=None, max_rel_err=None, tolerance=None, reference=None)
             for s in systems}
@@ -180,10 +182,13 @@ def run_case(mod, case, systems, skipped, cfg, progress) -> list[dict]:
             r.update(status="unsupported", error="no implementation for this workload")
         else:
             try:
+                before = dict(plan_cache.TOTALS)
                 t0 = time.perf_counter()
                 step = mod.IMPLS[s](case, data)
                 out = step()
                 r["first_call_s"] = time.perf_counter() - t0
+                if s.startswith("numgrad jit"):
+                    r["first_call"] = _first_call_kind(before, plan_cache.TOTALS)
                 outputs[s] = [common.to_numpy(o) for o in _flatten(out)]
                 steps[s] = step
             except common.Unsupported as e:
@@ -266,9 +271,20 @@ def run_case(mod, case, systems, skipped, cfg, progress) -> list[dict]:
 
 # ----------------------------------------------------------------------------- output
 COLUMNS = ("workload", "case", "system", "status", "time_s", "time_min_s", "time_iqr_s",
-           "inner", "first_call_s", "ratio_torch", "ratio_numgrad_eager", "rss_peak_mb",
+           "inner", "first_call_s", "first_call", "ratio_torch", "ratio_numgrad_eager", "rss_peak_mb",
            "traced_peak_mb", "max_rel_err", "tolerance", "reference", "size", "dtype",
            "error")
+
+
+# How a numgrad jit row's first call was spent, beyond the call itself: compiled new
+# kernels (no mark), traced only (a shape-generic plan's kernels reused), or neither.
+_FIRST_MARK = {"trace": " (t)", "cached": " (c)"}
+
+
+def _first_call_kind(before, after):
+    if after["compiles"] > before["compiles"]:
+        return "compile"
+    return "trace" if after["traces"] > before["traces"] else "cached"
 
 
 def format_table(rows) -> str:
@@ -289,7 +305,8 @@ def format_table(rows) -> str:
             mem_s += f" ({r['traced_peak_mb']:.1f}t)"
         lines.append((r["workload"], r["case"], r["system"], _fmt_time(r["time_s"]),
                       _fmt_ratio(r["ratio_torch"]), _fmt_ratio(r["ratio_numgrad_eager"]),
-                      _fmt_time(r["first_call_s"]), mem_s, status))
+                      _fmt_time(r["first_call_s"]) + _FIRST_MARK.get(r.get("first_call"), ""),
+                      mem_s, status))
     widths = [max(len(str(x[i])) for x in lines + [head]) for i in range(len(head) - 1)]
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)) + "  " + head[-1]]
     out.append("-" * (sum(widths) + 2 * len(widths) + 6))
@@ -419,7 +436,9 @@ def main(quick=False, workloads=None, plot=None, out_dir=None, systems=None, thr
     print(format_table(rows))
     print()
     print(f"time: median of {cfg['rounds']} interleaved rounds; t/torch, t/ng-eager: time "
-          f"ratios (<1 is faster); first call: build + first call (compile); peak MB: RSS "
+          f"ratios (<1 is faster); first call: build + first call (for the jit systems: "
+          f"trace + compile, or '{_FIRST_MARK['trace']}' traced but reused kernels compiled "
+          f"for an earlier size, '{_FIRST_MARK['cached']}' neither); peak MB: RSS "
           f"high-water delta, (t) = tracemalloc peak")
     if triad and "GBps" in triad:
         print(f"triad bandwidth: {triad['GBps']:.1f} GB/s ({triad['threads']} threads)")

@@ -23,6 +23,9 @@ from numgrad import nn
 from numgrad.utils.data import DataLoader, TensorDataset
 
 
+WARM_STEPS = 3  # steps timed apart: the jit's compiles happen in its first two
+
+
 def load_digits_split(seed: int = 0, test_fraction: float = 0.2):
     """(train, test) TensorDatasets of scaled float32 pixels and int64 labels."""
     from sklearn.datasets import load_digits
@@ -84,6 +87,7 @@ def train(mode: str, args) -> dict:
     step_loss = ng.jit(compute_loss) if mode == "jit" else compute_loss
     bar = _progress(total, mode) if not args.no_progress else None
     losses, step, t0 = [], 0, time.perf_counter()
+    stamps = [t0]
     while step < total:
         for x, y in loader:
             optimizer.zero_grad()
@@ -93,6 +97,7 @@ def train(mode: str, args) -> dict:
             scheduler.step()
             losses.append(float(loss))
             step += 1
+            stamps.append(time.perf_counter())
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{losses[-1]:.4f}")
@@ -103,10 +108,19 @@ def train(mode: str, args) -> dict:
     if bar is not None:
         bar.close()
     seconds = time.perf_counter() - t0
+    # Under --jit the first steps trace and compile (the first call compiles the loss, a
+    # later one its one-pass forward + backward): timed apart from the steady steps, whose
+    # median is the speed a longer run keeps.
+    warm = min(WARM_STEPS, step - 1)
+    first = stamps[warm] - t0
+    steady = float(np.median(np.diff(stamps[warm:]))) if step > warm else float("nan")
     acc = accuracy(model, test_set)
-    print(f"{mode}: {step} steps in {seconds:.2f} s, final loss {losses[-1]:.4f}, "
+    what = "trace + compile" if mode == "jit" else "warm-up"
+    print(f"{mode}: first {warm} steps ({what}) {first:.2f} s, then {step - warm} steps at "
+          f"{steady * 1e3:.2f} ms/step (median); final loss {losses[-1]:.4f}, "
           f"test accuracy {acc:.3f}")
-    return {"losses": losses, "accuracy": acc, "seconds": seconds}
+    return {"losses": losses, "accuracy": acc, "seconds": seconds, "first_seconds": first,
+            "step_seconds": steady}
 
 
 def parse_args(argv=None):
@@ -131,7 +145,13 @@ def main(argv=None) -> dict:
     """Run the modes asked for; returns ``{mode: result}``."""
     args = parse_args(argv)
     modes = [args.mode] if args.mode else ["eager", "jit"]
-    return {mode: train(mode, args) for mode in modes}
+    results = {mode: train(mode, args) for mode in modes}
+    if len(results) == 2:
+        e, j = results["eager"]["step_seconds"], results["jit"]["step_seconds"]
+        print(f"steady steps: jit {e / j:.1f}x eager's speed; the jit's first steps paid "
+              f"{results['jit']['first_seconds']:.2f} s once (a later run loads its kernels "
+              "from the disk cache)")
+    return results
 
 
 if __name__ == "__main__":

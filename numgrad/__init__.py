@@ -29,6 +29,7 @@ from numgrad.nn.functional import softmax, log_softmax, logsumexp
 from numgrad.errors import TracingError
 from numgrad.dlpack import from_dlpack
 from numgrad.serialization import save, load
+from numgrad import profiler
 
 from numgrad.ops.products import mm, mv, addmm, baddbmm
 from numgrad.size import Size

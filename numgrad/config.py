@@ -65,6 +65,9 @@ FLAGS = {f.name: f for f in (
          doc="seconds a compile runs before its progress line is printed"),
     Flag(name="NUMGRAD_TRACEBACK_FILTERING", type=bool, default=True,
          doc="drop numgrad's own frames from the tracebacks of errors in user code"),
+    Flag(name="NUMGRAD_LOG_RECOMPILES", type=bool, default=False,
+         doc="print why each @ng.jit call traces again: the guard that failed, old and new "
+             "(as verbose=True does; TORCH_LOGS=recompiles in PyTorch)"),
     Flag(name="NUMGRAD_DEBUG_PASSES", type=bool, default=False,
          doc="print the graph after each compiler pass"),
     Flag(name="NUMGRAD_CUDA_CACHE_MAX_BYTES", type=float, default=None,

@@ -54,7 +54,7 @@ def _infer_dtype(data):
 def _to_array(data, dtype=None):
     """Copy ``data`` into a fresh NumPy array with numgrad's dtype rules."""
     if isinstance(data, Tensor):
-        arr = data._concrete()
+        arr = data._concrete("ng.tensor()")
         d = _dt.as_dtype(dtype) if dtype is not None else data.dtype
         return np.array(arr, dtype=d.np, copy=True)
     if isinstance(data, np.ndarray):

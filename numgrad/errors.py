@@ -17,9 +17,23 @@ def user_location() -> str:
     pkg = os.path.dirname(os.path.abspath(__file__))
     for fs in reversed(traceback.extract_stack()):
         if not os.path.abspath(fs.filename).startswith(pkg):
-            code = f": `{fs.line.strip()}`" if fs.line else ""
+            code = f": `{_code_only(fs.line)}`" if fs.line else ""
             return f"at {where(fs.filename, fs.lineno)}{code}"
     return "in the traced function"
+
+
+def _code_only(line: str) -> str:
+    """``line`` without its trailing comment and the padding before it (the error quotes the
+    code; the comment was the user's note to themselves)."""
+    import io
+    import tokenize
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
+            if tok.type == tokenize.COMMENT:
+                return line.strip()[:tok.start[1]].rstrip()
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass  # a line that does not tokenize alone (inside a bracket or string): as it is
+    return line.strip()
 
 
 def where(filename, lineno) -> str:

@@ -35,16 +35,21 @@ def execute(path, timeout=600):
     return nb
 
 
-def main(paths=None, timeout=600):
-    """Execute each notebook and write it back with its outputs."""
+def main(paths=None, timeout=600, out_dir="executed-notebooks"):
+    """Execute each notebook and save it with its outputs: into ``out_dir`` (made if
+    missing), or back into the notebook itself when ``out_dir`` is None (``--in-place``:
+    for maintainers updating the committed notebooks, never the default)."""
     import nbformat
     paths = [Path(p) for p in paths] if paths else notebook_paths()
     if not paths:
         print(f"no notebooks found under {NOTEBOOK_DIR}", file=sys.stderr)
         return 2
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
     for p in paths:
         t0 = time.perf_counter()
         nb = execute(p, timeout)
-        nbformat.write(nb, str(p))
-        print(f"{p.name}: executed in {time.perf_counter() - t0:.1f} s, outputs saved")
+        target = p if out_dir is None else Path(out_dir) / p.name
+        nbformat.write(nb, str(target))
+        print(f"{p.name}: executed in {time.perf_counter() - t0:.1f} s, saved to {target}")
     return 0

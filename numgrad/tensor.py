@@ -410,7 +410,7 @@ class Tensor:
         if self.device.type != "cpu":
             raise TypeError("can't convert cuda tensor to numpy. Use Tensor.cpu() to copy the "
                             "tensor to host memory first.")
-        return self._concrete()
+        return self._concrete(".numpy()")
 
     def _concrete(self, reason=None):
         data = self._data
@@ -459,7 +459,7 @@ class Tensor:
         """``f"{loss:.4f}"``: a 0-d tensor formats as its Python number (as PyTorch); other
         tensors take only the empty spec (their ``str``), else TypeError."""
         if self.ndim == 0:
-            return self.item().__format__(format_spec)
+            return self._scalar("a format string").__format__(format_spec)
         return object.__format__(self, format_spec)
 
     def item(self) -> int | float | bool:
@@ -467,20 +467,23 @@ class Tensor:
 
         Raises RuntimeError unless the tensor has exactly one element.
         """
-        a = self._concrete()
+        return self._scalar(".item()")
+
+    def _scalar(self, call):
+        a = self._concrete(call)
         if a.size != 1:
             raise RuntimeError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
         return a.reshape(()).item()
 
     def tolist(self) -> list | int | float | bool:
         """The data as (nested) Python lists (``torch.Tensor.tolist``)."""
-        return self._concrete().tolist()
+        return self._concrete(".tolist()").tolist()
 
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar("float()"))
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar("int()"))
 
     def __bool__(self):
         a = self._concrete()
@@ -491,7 +494,7 @@ class Tensor:
     def __index__(self):
         if self.dtype is not _dt.int64 or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
-        return int(self.item())
+        return int(self._scalar("an index"))
 
     def __hash__(self):
         return id(self)

@@ -389,7 +389,7 @@ def test_alpha_keyword(mode, case):
         assert_close(x.grad, t.grad)
 
 
-# ------------------------------------------------------ issue 11's ops beyond the op table
+# ------------------------------------------------------ ops beyond the op table
 def test_eye_matches_torch():
     for args, kw in [((3,), {}), ((2, 4), {}), ((3,), {"dtype": ng.float64}), ((0,), {})]:
         tkw = {"dtype": torch.float64} if kw else {}

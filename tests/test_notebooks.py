@@ -4,7 +4,7 @@ ipykernel from the ``dev`` extra), and a graph picture renders without Graphviz.
 A cell may raise only if it is tagged ``raises-exception``; any other error fails the
 test. Each notebook gets a kernel of its own and this test run's own kernel cache
 directory, so nothing depends on what an earlier run compiled. The committed outputs are
-regenerated with ``python -m numgrad notebooks``.
+regenerated with ``python -m numgrad notebooks --in-place``.
 """
 
 from __future__ import annotations

@@ -21,11 +21,23 @@ from numgrad import ops as _ops
 from numgrad import tracing_hook
 
 from numgrad.autograd import anomaly
+from numgrad.profiler import recorder
 from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
 from numgrad.ops import views as _views
 from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
 from numgrad.tensor import Tensor
 
+
+
+def _observed(node, buf):
+    """``node.apply(buf)`` with what watches the backward on: anomaly mode's checks, and the
+    profiler's timing (``autograd::engine::evaluate_function: MulBackward0``, PyTorch's
+    name for it)."""
+    t0 = recorder.now()
+    try:
+        return node.apply(buf) if not anomaly.enabled else anomaly.run(node, buf)
+    finally:
+        recorder.add(f"autograd::engine::evaluate_function: {node.name()}", "backward", t0)
 
 def _as_tuple(x):
     if x is None:
@@ -341,7 +353,8 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                 continue  # only captured here; nothing below leads to a target
             for g in buf:
                 if g is not None:
-                    outs = node.apply(buf) if not anomaly.enabled else anomaly.run(node, buf)
+                    outs = (node.apply(buf) if not (anomaly.enabled or recorder.active)
+                            else _observed(node, buf))
                     if not retain_graph:
                         node._release()
                     break
@@ -395,7 +408,8 @@ def _execute_one_step(root, g, retain_graph, create_graph, accumulate):
     try:
         if node._pre_hooks is not None or node._retained is not None:
             buf[nr] = _run_hooks(node, nr, g)
-        outs = node.apply(buf) if not anomaly.enabled else anomaly.run(node, buf)
+        outs = (node.apply(buf) if not (anomaly.enabled or recorder.active)
+                else _observed(node, buf))
         if not retain_graph:
             node._release()
         for (child, _), cg in zip(node.next_functions, outs):

@@ -1,6 +1,6 @@
 """autograd.graph: the backward graph's nodes and the tensors they save.
 
-Room: autograd (low half). Imports only ``numgrad.tensor``; the op dispatcher
+Room: autograd (low half). Imports ``numgrad.tensor`` and ``autograd.anomaly``; the op dispatcher
 builds these nodes and the engine (``autograd.engine``) runs them.
 
 A node is one backward step. ``next_functions`` holds one ``(node, output_nr)``
@@ -14,7 +14,19 @@ import itertools
 import weakref
 from collections import OrderedDict
 
+from numgrad.autograd import anomaly
 from numgrad.tensor import Tensor
+
+
+def inplace_hint() -> str:
+    """The last sentence of "modified by an inplace operation", as PyTorch words it: how to
+    find the op, or, with anomaly detection already on, where the warning above points."""
+    if anomaly.enabled:
+        return ("Hint: the backtrace further above shows the operation that failed to compute "
+                "its gradient. The variable in question was changed in there or anywhere "
+                "later. Good luck!")
+    return ("Hint: enable anomaly detection to find the operation that failed to compute its "
+            "gradient, with ng.autograd.set_detect_anomaly(True, check_nan=False).")
 
 _sequence = itertools.count()
 
@@ -165,9 +177,7 @@ class SavedTensor:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {what} is at version {self._vc.value}; expected version "
-                f"{self._version} instead. Hint: enable anomaly detection to find the operation "
-                "that failed to compute its gradient, with "
-                "ng.autograd.set_detect_anomaly(True, check_nan=False).")
+                f"{self._version} instead. {inplace_hint()}")
         if self._tensor is not None:
             return self._tensor
         return Tensor._make(self._data, node if self._requires_grad else None, self._vc,

@@ -19,7 +19,8 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
         cache: bool = True, backend: str | None = None, verbose: bool = False,
         vector_math: bool | None = None, max_plans: int | None = DEFAULT_MAX_PLANS,
         static_argnums: int | Sequence[int] | None = None,
-        static_argnames: str | Sequence[str] | None = None) -> CompiledFunction | Callable:
+        static_argnames: str | Sequence[str] | None = None,
+        remat: bool = True) -> CompiledFunction | Callable:
     """Compile ``fn``: trace its tensor ops once per signature and run fused kernels
     (``torch.compile``, ``jax.jit``).
 
@@ -57,7 +58,9 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
       compiled before; ``False`` compiles in memory and reads or writes no disk cache.
     - ``backend``: ``None`` or ``"cpu"`` for the Numba backend; ``"numpy"`` interprets the
       graph with the NumPy impls (the reference the fused backend is tested against).
-    - ``verbose``: print what is traced, compiled and loaded.
+    - ``verbose``: print what is traced, compiled and loaded, and why a call traced again
+      (the guard that failed, with its old and new value; ``NUMGRAD_LOG_RECOMPILES=1``
+      prints only that, and the ``numgrad.jit`` logger hears it at INFO).
     - ``max_plans``: how many signatures stay compiled (default 64; the least recently
       used is dropped, and traces again if it comes back; None: unbounded).
     - ``vector_math``: vectorisable exp/log/tanh/sigmoid/sin/cos (within ~1.6 ulp, several
@@ -65,6 +68,10 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
     - ``static_argnums``, ``static_argnames``: arguments (by position, by name; JAX's
       spelling and rule) that are always constants: a float there compiles a plan per
       value, never a traced input. Passing a tensor there raises TypeError.
+    - ``remat``: ``True`` (default) recomputes cheap elementwise values in the backward
+      kernels instead of saving them from the forward (fewer bytes written and read);
+      ``False`` saves every forward value the backward reads (PyTorch's eager choice). The
+      results are the same either way; ``verbose=True`` and ``.source()`` show the split.
 
     The compiled function can be inspected:
 
@@ -80,7 +87,7 @@ def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: b
     options = {"device": device, "parallel": parallel, "fastmath": fastmath, "cache": cache,
                "backend": backend, "verbose": verbose, "vector_math": vector_math,
                "max_plans": max_plans, "static_argnums": static_argnums,
-               "static_argnames": static_argnames}
+               "static_argnames": static_argnames, "remat": remat}
     if fn is None:
         return lambda f: jit(f, **options)
     if isinstance(fn, CompiledFunction):

@@ -122,7 +122,9 @@ class Scan:
 
     def __init__(self):
         self.tensors = {}      # id(tensor) -> (tensor, path expression)
-        self.terms = []        # (tag, guard expression), in the order they were found
+        self.terms = []        # (tag, guard expression, path, value at trace), in order found
+        self.shown = {}        # name in ns -> how a person names it ("" for a globals dict)
+        self._attr_dicts = {}  # name of an object's attribute dict -> the object's name
         self.ns = {"_key": scalar_key, "_copysign": math.copysign}
         self._names = {}       # id(object) -> its name in ns
         self.warnings = []     # one-line texts for what is baked in unguarded
@@ -132,11 +134,12 @@ class Scan:
         self._cls_attrs = {}   # class -> attribute names its numgrad methods load on self
         self._tag = None       # the code object whose walk is adding terms (None: the roots)
 
-    def add(self, term):
+    def add(self, term, path=None, was=None):
         # Terms are tagged with the function whose body reads the value: a function that did
         # not run during the trace (a hook, a branch not taken) read nothing the plan depends
-        # on, so its terms are dropped after the trace (``build``).
-        self.terms.append((self._tag, term))
+        # on, so its terms are dropped after the trace (``build``). ``path`` and ``was`` say
+        # what a retrace explanation names (``LR``: was 0.1).
+        self.terms.append((self._tag, term, path, was))
 
     def name(self, obj):
         """A name in the guard's namespace bound to ``obj`` (one per object)."""
@@ -201,7 +204,7 @@ class Scan:
             return
         code = fn.__code__
         c = self.name(code)
-        self.add(f"{path}.__code__ is {c}")
+        self.add(f"{path}.__code__ is {c}", f"{path}.__code__", "its code at trace time")
         outer, self._tag = self._tag, code
         try:
             self._function_body(fn, path, code, depth)
@@ -211,11 +214,11 @@ class Scan:
     def _function_body(self, fn, path, code, depth):
         if fn.__defaults__ is not None:
             d = self.name(fn.__defaults__)
-            self.add(f"{path}.__defaults__ is {d}")
+            self.add(f"{path}.__defaults__ is {d}", f"{path}.__defaults__", repr(fn.__defaults__))
             for i, a in enumerate(fn.__defaults__):
                 self.value(a, f"{d}[{i}]", depth + 1)
         else:
-            self.add(f"{path}.__defaults__ is None")
+            self.add(f"{path}.__defaults__ is None", f"{path}.__defaults__", "None")
         if fn.__kwdefaults__:
             for k, a in fn.__kwdefaults__.items():
                 self.value(a, f"{path}.__kwdefaults__[{k!r}]", depth + 1)
@@ -224,6 +227,7 @@ class Scan:
                 v = cell.cell_contents
             except ValueError:          # an unbound cell (a name assigned later)
                 continue
+            self.shown[self.name(cell)] = name
             self.value(v, f"{self.name(cell)}.cell_contents", depth + 1)
         globs, attrs = _code_names(code)
         self._attrs |= attrs
@@ -232,6 +236,7 @@ class Scan:
         for n in sorted(globs):
             if n in g:
                 gname = gname or self.name(g)
+                self.shown[gname] = ""
                 self.value(g[n], f"{gname}[{n!r}]", depth + 1)
 
     # ------------------------------------------------------------- values
@@ -242,7 +247,7 @@ class Scan:
             self.tensors.setdefault(id(v), (v, path))
             return
         if _is_value(v):
-            self.add(_value_term(self, v, path))
+            self.add(_value_term(self, v, path), path, _short(v))
             return
         if isinstance(v, types.ModuleType) or isinstance(v, type):
             return
@@ -252,7 +257,8 @@ class Scan:
         if callable(v) and isinstance(v, (types.FunctionType, types.MethodType,
                                           functools.partial)) or hasattr(v, "_ng_jit_fn"):
             o = self.name(v)
-            self.add(f"{path} is {o}")
+            self.add(f"{path} is {o}", path, _short(v))
+            self.shown.setdefault(o, self.display(path))
             self.function(v, o, depth)
             return
         if id(v) in self._seen:
@@ -262,7 +268,8 @@ class Scan:
             o = self.name(v)
             # NOTE: entries, not lengths: a list the function appends to (a log of losses)
             # must not retrace every call. A key added later is not seen.
-            self.add(f"{path} is {o}")
+            self.add(f"{path} is {o}", path, f"another {type(v).__name__}")
+            self.shown.setdefault(o, self.display(path))
             items = v.items() if isinstance(v, dict) else enumerate(v)
             for n, (k, x) in enumerate(items):
                 if n >= _MAX_ENTRIES:
@@ -272,7 +279,8 @@ class Scan:
             return
         if hasattr(v, "__dict__") or hasattr(type(v), "__slots__"):
             o = self.name(v)
-            self.add(f"{path} is {o}")
+            self.add(f"{path} is {o}", path, f"another {type(v).__name__}")
+            self.shown.setdefault(o, self.display(path))
             self._objects.append((v, o, depth))
 
     def _array(self, a, path):
@@ -285,7 +293,25 @@ class Scan:
             self.warnings.append(f"reads the NumPy array {path.split('[')[-1].rstrip(']')} "
                                  f"{a.shape} from outside its arguments; changes to its values "
                                  "are not seen (pass it as an argument, ng.from_numpy(a))")
-        self.add(" and ".join(terms))
+        self.add(" and ".join(terms), path, f"array{a.shape} {a.dtype}")
+
+    def display(self, path):
+        """``path`` as a person names it: ``LR`` for a global, ``self.scale``, a closure
+        variable by its name (``o4['LR']`` is how the guard spells it)."""
+        import re
+
+        def one(m):
+            name, rest = m.group(1), m.group(2) or ""
+            shown = self.shown.get(name)
+            if shown == "" and rest.startswith("["):        # a global: its name
+                return rest[2:-2]
+            owner = self._attr_dicts.get(name)
+            if owner is not None and rest.startswith("["):  # an attribute read from its dict
+                return f"{self.display(owner)}.{rest[2:-2]}"
+            if rest == ".cell_contents" and shown is not None:
+                return shown
+            return (shown if shown is not None else name) + rest
+        return re.sub(r"\b(o\d+)(\[[^\]]+\]|\.cell_contents)?", one, path)
 
     def finish(self):
         """Walk the attributes that reached code loads, of every object found, to a fixpoint:
@@ -337,9 +363,11 @@ class Scan:
                 # as long as the object: the guard reads the dict, not the attribute (a
                 # module's __getattr__ makes every attribute load slow).
                 path = f"{self.name(d)}[{n!r}]"
+                self._attr_dicts[self.name(d)] = o
             else:
                 path = f"{o}.{n}" if n.isidentifier() else f"getattr({o}, {n!r})"
             if n in getattr(cls, "_ng_keyed", ()) and isinstance(d[n], dict):
+                self.shown.setdefault(self.name(d[n]), f"{self.display(o)}.{n}")
                 self._keyed(d[n], sub)
             else:
                 self.value(d[n], path, sub)
@@ -358,6 +386,7 @@ class Scan:
             # parameters, buffers and children).
             entries = d.get(table)
             if isinstance(entries, dict) and n in entries:
+                self._attr_dicts[self.name(entries)] = o
                 self.value(entries[n], f"{self.name(entries)}[{n!r}]", sub)
                 return
 
@@ -367,9 +396,9 @@ class Scan:
         retraces."""
         o = self.name(d)
         if not d:
-            self.add(f"not {o}")  # the usual case (no hooks): one test
+            self.add(f"not {o}", o, "empty")  # the usual case (no hooks): one test
             return
-        self.add(f"len({o}) == {len(d)}")
+        self.add(f"len({o}) == {len(d)}", f"len({o})", str(len(d)))
         for n, (k, x) in enumerate(d.items()):
             if n >= _MAX_ENTRIES:
                 break
@@ -400,12 +429,14 @@ def _value_term(scan, v, path):
 def scan(fn, args, kwargs):
     """Walk ``fn`` and its non-tensor arguments (``self``, config objects)."""
     s = Scan()
+    s.shown[s.name(fn)] = getattr(fn, "__qualname__", "the function")
     s.function(fn, s.name(fn))
     for a in list(args) + list(kwargs.values()):
         # Arguments are keyed by identity or value (lists, tuples and dicts are flattened
         # into keyed leaves); what the function reads from an object argument (``self``'s
         # attributes) is guarded here.
         if not isinstance(a, (Tensor, np.ndarray, list, tuple, dict)) and not _is_value(a):
+            s.shown[s.name(a)] = f"argument {type(a).__name__}"
             s.value(a, s.name(a), 1)
     s.finish()
     return s
@@ -420,7 +451,8 @@ def build(s, used_tensors, const_versions, grad_reads, executed, where):
     ``grad_reads``: ``(owner, g)`` for each ``owner.grad`` the function read; ``executed``:
     the code objects that ran during the trace (None if unknown: every term is kept).
     """
-    terms = [t for tag, t in s.terms if tag is None or executed is None or tag in executed]
+    kept = [(t, path, was) for tag, t, path, was in s.terms
+            if tag is None or executed is None or tag in executed]
     s._tag = None
     ns = s.ns
     for t in used_tensors:
@@ -438,13 +470,16 @@ def build(s, used_tensors, const_versions, grad_reads, executed, where):
             meta = f"{o}._data is {s.name(weakref.ref(t._data))}() or ({meta})"
         except TypeError:
             pass
-        terms.append(f"{path} is {o} and {o}._requires_grad is {t._requires_grad} and "
-                     f"({meta})")
+        kept.append((f"{path} is {o} and {o}._requires_grad is {t._requires_grad} and "
+                     f"({meta})", path, _short(t)))
     for t, version in const_versions:
         o = s.name(t)
-        terms.append(f"{o}._vc.value == {version}")
+        kept.append((f"{o}._vc.value == {version}", f"{o}._vc.value",
+                     f"version {version} (a constant tensor, changed in place since)"))
     for owner, g in grad_reads:  # `.grad` read inside: a new grad tensor is another input
-        terms.append(f"{s.name(owner)}._grad is {s.name(g)}")
+        kept.append((f"{s.name(owner)}._grad is {s.name(g)}", f"{s.name(owner)}.grad",
+                     _short(g)))
+    terms = [t for t, _, _ in kept]
     for w in s.warnings:
         warnings.warn(f"@ng.jit {where} {w}", stacklevel=3)
     if not terms:
@@ -454,4 +489,34 @@ def build(s, used_tensors, const_versions, grad_reads, executed, where):
     exec(compile(src, f"<numgrad guard of {where}>", "exec"), ns)
     guard = ns["guard"]
     guard.source = src
+    guard.failing = functools.partial(_failing, s, kept)
     return guard
+
+
+def _failing(scan, kept):
+    """Why the guard fails now, for a person to read (``LR: was 0.1, now 0.2``), or None if
+    every term holds."""
+    for term, path, was in kept:
+        try:
+            ok = eval(term, scan.ns)
+        except Exception:
+            ok = False
+        if not ok:
+            if path is None:
+                return term
+            try:
+                now = _short(eval(path, scan.ns))
+            except Exception:
+                now = "gone"
+            if now == was:  # the same description of another object
+                now += " (another object)"
+            return f"{scan.display(path)}: was {was}, now {now}"
+    return None
+
+
+def _short(v):
+    if isinstance(v, Tensor):
+        return (f"tensor {v.dtype.name}{list(v.shape)} on {v.device}"
+                f"{' requires_grad' if v.requires_grad else ''}")
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -25,6 +25,9 @@ import html
 
 import numpy as np
 
+from numgrad.ops.dispatch import run_impl
+from numgrad.viz.svg import html_box
+
 _SHORT = {"float32": "f32", "float64": "f64", "int64": "i64", "bool": "bool"}
 
 
@@ -227,7 +230,7 @@ class Graph:
 
     def _repr_html_(self):
         if len(self.eqns) <= self.DRAW_LIMIT:
-            svg = f'<div style="overflow-x:auto">{self.picture().svg()}</div>'
+            svg = html_box(self.picture().svg())
         else:
             svg = (f"<p>{len(self.eqns)} equations: too many to draw readably "
                    "(<code>g.picture()</code> draws them anyway).</p>")
@@ -262,12 +265,17 @@ class Graph:
         return "\n".join(out)
 
     def graphviz_svg(self):
-        """The graph laid out by Graphviz's ``dot``, if installed (else None); Jupyter
-        shows ``_repr_html_``, numgrad's own drawing, which needs nothing installed."""
+        """The graph laid out by Graphviz's ``dot`` (an SVG string). Raises RuntimeError
+        saying how to get ``dot`` when it is not installed; Jupyter shows ``_repr_html_``,
+        numgrad's own drawing, which needs nothing installed."""
         import shutil
         import subprocess
         if shutil.which("dot") is None:
-            return None
+            raise RuntimeError(
+                "graphviz_svg() needs Graphviz's `dot` program, which is not on PATH: install "
+                "Graphviz (apt install graphviz, brew install graphviz, or conda install "
+                "graphviz). Without it, display the graph itself: Jupyter draws it with "
+                "numgrad's own layout (g._repr_html_()), and g.to_dot() gives the DOT text.")
         return subprocess.run(["dot", "-Tsvg"], input=self.to_dot(), capture_output=True,
                               text=True, check=False).stdout or None
 
@@ -291,7 +299,7 @@ class Graph:
             env[v] = np.asarray(a)
         for e in self.eqns:
             ins = [env[v] for v in e.inputs]
-            env[e.out] = np.asarray(e.prim.impl(*ins, **e.params))
+            env[e.out] = np.asarray(run_impl(e.prim, ins, e.params))
         return [env[v] for v in self.outputs]
 
     def users(self):

@@ -19,7 +19,10 @@ knob ``ng.jit`` passes down to it.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
+
+from numgrad.profiler import recorder
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,22 @@ def load(built, backend, options):
 
 STAGES = tuple(stage.__name__ for stage in (trace, autodiff, passes, schedule, render, build,
                                             load))
+
+
+def _profiled(stage):
+    # Each stage is one event (jit::trace, jit::build...) in ng.profiler's record.
+    @functools.wraps(stage)
+    def timed(*args, **kwargs):
+        t0 = recorder.now()
+        try:
+            return stage(*args, **kwargs)
+        finally:
+            recorder.add(f"jit::{stage.__name__}", "jit", t0)
+    return timed
+
+
+trace, autodiff, passes, schedule, render, build, load = map(
+    _profiled, (trace, autodiff, passes, schedule, render, build, load))
 
 
 # ------------------------------------------------------------------ the driver

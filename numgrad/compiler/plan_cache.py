@@ -19,16 +19,23 @@ as a Python number (``keep_constant``).
 from __future__ import annotations
 
 import inspect
+import logging
+import sys
 import warnings
 from collections import OrderedDict
 
 import numpy as np
 
+from numgrad import config
 from numgrad.compiler.guards import scalar_key
 from numgrad.tensor import Tensor
 
 DEFAULT_MAX_PLANS = 64
 RETRACE_WARNING = 8
+_log = logging.getLogger("numgrad.jit")
+# Process-wide counts of the ``stats`` fields every CompiledFunction keeps, for tools that
+# time a call without holding its function (bench/: did this first call compile?).
+TOTALS = {"traces": 0, "compiles": 0}
 # The types of a float argument that may become a traced value: Python's float and NumPy's
 # float64 (a float subclass with the same arithmetic); a float32 scalar stays a constant.
 FLOATS = (float, np.float64)
@@ -153,6 +160,7 @@ class PlanCache(OrderedDict):
         # runtime.Plan.late.)
         new = names - self._modules
         self._modules |= names
+        TOTALS["compiles"] += bool(new)
         return 1 if new else 0
 
     # ------------------------------------------------------------ retraces
@@ -160,13 +168,13 @@ class PlanCache(OrderedDict):
         """Account for one new plan built in ``seconds`` for this call."""
         stats = owner.stats
         stats.compile_seconds += seconds
+        TOTALS["traces"] += 1
         summary = _summary(owner.fn, args, kwargs, grad)
         last, self._last = self._last, summary
         if last is None:
             return
         stats.retraces += 1
-        changed = [name for name in summary if summary[name] != last.get(name)]
-        changed += [name for name in last if name not in summary]
+        changed = _changed(last, summary)
         for name in changed:
             self._blame.setdefault(name, []).append((last.get(name), summary.get(name)))
         if stats.retraces >= RETRACE_WARNING and not self._warned and self._blame:
@@ -185,6 +193,24 @@ class PlanCache(OrderedDict):
                 "and other values are always constants: keep it fixed, or pass a "
                 "changing number as a 0-d tensor (ng.tensor(v)).",
                 RuntimeWarning, stacklevel=5)
+
+    def retracing(self, owner, args, kwargs, grad, stale):
+        """Say why this call traces again (before it does): ``stale`` is the failed guard of
+        its plan, else the arguments changed from the last trace's. Printed with
+        ``verbose=True`` or ``NUMGRAD_LOG_RECOMPILES=1`` (PyTorch's ``TORCH_LOGS=recompiles``)
+        and logged to the ``numgrad.jit`` logger at INFO in any case."""
+        if self._last is None:
+            return
+        if stale is None:
+            summary = _summary(owner.fn, args, kwargs, grad)
+            stale = "; ".join(
+                f"{_what(n)}: was {self._last.get(n, 'absent')}, now {summary.get(n, 'absent')}"
+                for n in _changed(self._last, summary)) or "its plan was evicted from the cache"
+        fname = getattr(owner.fn, "__qualname__", getattr(owner.fn, "__name__", "fn"))
+        text = f"{fname} traced again: {stale}"
+        _log.info(text)
+        if owner.verbose or config.get("NUMGRAD_LOG_RECOMPILES"):
+            print(f"[numgrad.jit] {text}", file=sys.stdout if owner.verbose else sys.stderr)
 
     def batch_compiled(self, owner, tree, leaves, grad, weak, seconds):
         """A plan for this call just compiled new kernels: if its tensors come from a
@@ -233,6 +259,11 @@ def _ranks_key(tree, leaves, grad, weak=frozenset()):
             text = repr(x)  # only decides whether to go generic, never what runs
             key.append(("C", type(x).__name__, text[:200]))
     return tuple(key), tuple(shapes)
+
+
+def _changed(last, summary):
+    return ([n for n in summary if summary[n] != last.get(n)]
+            + [n for n in last if n not in summary])
 
 
 def _what(name):

@@ -47,15 +47,27 @@ class _Reporter:
         self.lock = threading.Lock()
         self.stream = sys.stderr
         self.live = _interactive(self.stream)
+        self.handle = None      # Jupyter: the display that the line is drawn in
 
     def text(self):
-        done = ""
+        return f"numgrad: compiling {self.name} ({self.parts(running=True)})…"
+
+    def parts(self, running=False):
+        """What this build compiled so far, one part per program: ``forward 3 kernels +
+        backward 1/2 kernels`` (the last one counted as Numba binds its kernels while
+        ``running``); the stage's name before any program was noted."""
+        if not self.compiled:
+            return self.what
         mod = sys.modules.get(self.module) if self.module else None
-        if self.kernels:
-            # A kernel's name is bound in its module once Numba has compiled it.
-            k = 0 if mod is None else sum(1 for n in self.kernels if n in vars(mod))
-            done = f", {k}/{len(self.kernels)} kernel{'s' if len(self.kernels) > 1 else ''}"
-        return f"numgrad: compiling {self.name} ({self.what}{done})…"
+        out = []
+        for i, (what, n) in enumerate(self.compiled):
+            if running and i == len(self.compiled) - 1 and n:
+                # A kernel's name is bound in its module once Numba has compiled it.
+                k = 0 if mod is None else sum(1 for name in self.kernels if name in vars(mod))
+                out.append(f"{what} {k}/{n} kernel{'s' if n > 1 else ''}")
+            else:
+                out.append(f"{what} {n} kernel{'s' if n != 1 else ''}")
+        return " + ".join(out)
 
     def run(self, delay):
         if self.done.wait(delay):
@@ -64,7 +76,12 @@ class _Reporter:
             if self.done.is_set():
                 return
             self.shown = True
-            self._write(self.text(), end="")
+            if "ipykernel" in sys.modules:
+                # A notebook: a plain output line updated in place (not a red stderr box
+                # that reads as an error); the saved notebook keeps the final text only.
+                self.handle = _display(self.text())
+            if self.handle is None:
+                self._write(self.text(), end="")
         while self.live and not self.done.wait(0.5):
             with self.lock:
                 if not self.done.is_set():
@@ -75,15 +92,18 @@ class _Reporter:
             self.done.set()
             if self.shown:
                 took = time.perf_counter() - self.t0
-                verdict = f"done in {took:.1f} s" if ok else f"failed after {took:.1f} s"
-                if ok and self.compiled:
-                    n = sum(k for _, k in self.compiled)
-                    verdict += (f" ({' + '.join(w for w, _ in self.compiled)}, "
-                                f"{n} kernel{'s' if n != 1 else ''})")
-                if self.live:
-                    self._write(f"\rnumgrad: compiled {self.name}: {verdict}" + " " * 20)
+                if self.handle is not None:
+                    verdict = f"done in {took:.1f} s" if ok else f"failed after {took:.1f} s"
+                    self.handle.update({"text/plain": f"numgrad: compiled {self.name}: "
+                                        f"{verdict} ({self.parts()})"}, raw=True)
+                elif not ok:
+                    self._write(f"\rnumgrad: compiling {self.name} failed after {took:.1f} s"
+                                if self.live else f" failed after {took:.1f} s")
+                elif self.live:
+                    self._write(f"\rnumgrad: compiled {self.name} in {took:.1f} s "
+                                f"({self.parts()})" + " " * 20)
                 else:
-                    self._write(f" {verdict}")
+                    self._write(f" done in {took:.1f} s ({self.parts()})")
 
     def _write(self, s, end="\n"):
         try:
@@ -91,6 +111,14 @@ class _Reporter:
             self.stream.flush()
         except (OSError, ValueError):
             pass
+
+
+def _display(text):
+    try:
+        from IPython.display import display
+        return display({"text/plain": text}, raw=True, display_id=True)
+    except Exception:  # noqa: BLE001 - no IPython display: the stream line instead
+        return None
 
 
 def _interactive(stream):

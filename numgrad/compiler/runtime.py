@@ -25,7 +25,7 @@ import numpy as np
 
 from numgrad import config, devices, tracing_hook
 from numgrad.autograd import anomaly
-from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of
+from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of, inplace_hint
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
 from numgrad.compiler.backends import get_backend
 from numgrad.compiler.passes import optimize
@@ -79,7 +79,10 @@ class Stats:
         self.compile_seconds = 0.0
 
     def __repr__(self):
-        return ("Stats(" + ", ".join(f"{k}={getattr(self, k)}" for k in self.__slots__) + ")")
+        # compile_seconds to the millisecond: 4.453, not 4.453174142000023
+        return ("Stats(" + ", ".join(
+            f"{k}={round(v, 3) if isinstance(v, float) else v}"
+            for k, v in ((k, getattr(self, k)) for k in self.__slots__)) + ")")
 
 
 def _leaf_key(x):
@@ -257,7 +260,10 @@ class CompiledFunction:
                 key, tree, leaves, grad = self._key(args, kwargs)  # (another thread's build)
                 plan = self._plans.get(key)
                 if plan is None or not plan.guard_ok():
-                    # New signature, or something the trace read has changed: trace again.
+                    # New signature, or something the trace read has changed: trace again
+                    # (and say which guard failed, for verbose=True and the log).
+                    self._plans.retracing(self, args, kwargs, grad,
+                                          None if plan is None else plan.guard.failing())
                     try:
                         return self._build(args, kwargs, tree, leaves, grad), leaves
                     except Exception as exc:
@@ -357,11 +363,17 @@ class CompiledFunction:
                     self.stats.cache_hits += 1
                     self._plans.touch(plan)
                     return plan.run(args)
-                plan, leaves = self._plan(args, kwargs)
+                try:
+                    plan, leaves = self._plan(args, kwargs)
+                except Exception as exc:
+                    raise tracebacks.at_boundary(exc) from exc.__cause__
                 if plan.weak == {i for i, k in enumerate(key[1:]) if k is _TRACED_FLOAT}:
                     self._fast[tuple(key)] = plan  # (not a plan made while floats changed)
                 return plan.run(leaves)
-        plan, leaves = self._plan(args, kwargs)
+        try:
+            plan, leaves = self._plan(args, kwargs)
+        except Exception as exc:
+            raise tracebacks.at_boundary(exc) from exc.__cause__
         return plan.run(leaves)
 
     # ---------------------------------------------------------- inspection
@@ -788,8 +800,7 @@ class CompiledFunctionBackward(Node):
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: {what} is at version {now}; expected version {expected} "
-            "instead. Hint: enable anomaly detection to find the operation that failed to "
-            "compute its gradient, with ng.autograd.set_detect_anomaly(True, check_nan=False).")
+            f"instead. {inplace_hint()}")
 
     def apply(self, grads):
         if self._freed:

@@ -111,7 +111,7 @@ STREAMS = 2
 # weights, 8 per transcendental) goes into a chunk function as two streams even when its
 # body is short (None: only long bodies do). A vectorised sin -> tanh -> exp chain is one
 # long dependency chain per vector, and a second stream overlaps it. Such a loop is an
-# llvm_body body, so a schedule of them is an llvm_kernel one, built without Numba
+# llvm.body body, so a schedule of them is an llvm.kernel one, built without Numba
 # (docs/design-notes.md, "Chunk functions and streams").
 INTERLEAVE_MIN_HEAVY_WEIGHT = 16
 # Chunks of a parallel loop's outer index: fixed, so that results do not depend on the

@@ -18,8 +18,8 @@ from numgrad import config
 from numgrad.errors import TracingError
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NOTE = ("numgrad removed its internal frames from this traceback; set "
-        "NUMGRAD_TRACEBACK_FILTERING=off to see them")
+NOTE = ("numgrad removed its internal frames from this traceback (all but the call that "
+        "raised it); set NUMGRAD_TRACEBACK_FILTERING=off to see them")
 
 
 def enabled() -> bool:
@@ -63,4 +63,13 @@ def filtered(exc):
     exc = exc.with_traceback(user_frames(exc.__traceback__))
     if hasattr(exc, "add_note") and NOTE not in getattr(exc, "__notes__", ()):
         exc.add_note(NOTE)
+    return exc
+
+
+def at_boundary(exc):
+    """``exc`` to re-raise from the public call (``CompiledFunction.__call__``): a filtered
+    error drops the numgrad frames it passed through on its way up, so the traceback shows
+    that one call and then the user's own frames."""
+    if NOTE in getattr(exc, "__notes__", ()):
+        return exc.with_traceback(user_frames(exc.__traceback__))
     return exc

@@ -232,6 +232,9 @@ class Tracer:
                 f"({var.type_str()}): @ng.jit would freeze it into the compiled plan, so later "
                 "changes to the tensor would be missed. Use tensor ops on it, or pass the "
                 "value as a non-tensor argument.")
+        if reason in _CONVERSIONS:
+            what, why = _CONVERSIONS[reason]
+            raise TracingError(f"{what.format(var.type_str())} {where}: {why}")
         raise TracingError(
             f"tensor-dependent Python control flow {where}: this needs the value "
             f"of a traced tensor ({var.type_str()}), but @ng.jit traces with shapes and dtypes "
@@ -269,6 +272,35 @@ class _TracedHook:
         out = self.tracer.record(structural.hook_p, [var], var.shape, var.dtype,
                                  params={"fn": self.hook})
         return Tensor._make(out)
+
+
+_NO_VALUE = "inside @ng.jit tensors have shapes and dtypes but no values yet, so "
+_RETURN_IT = ("return the tensor from the function and convert it outside, or compute the "
+              "value outside the function and pass it in")
+_STATIC = ("pass the number as a static argument (@ng.jit(static_argnums=...) or "
+           "static_argnames=...: a new value compiles a new plan)")
+_SCALAR = (_NO_VALUE + "there is no Python number to give. Ways out: keep it a tensor (tensor "
+           "ops take a 0-d tensor wherever they take a number: x * x.max(), not "
+           f"x * x.max().item()); {_RETURN_IT}; or {_STATIC}.")
+# What each conversion of a traced tensor says (``Tensor._concrete(reason)``): not the
+# control-flow message, since none of these lines has an ``if`` and ng.where fixes none.
+_CONVERSIONS = {
+    ".item()": (".item() of a traced tensor ({})", _SCALAR),
+    "float()": ("float() of a traced tensor ({})", _SCALAR),
+    "int()": ("int() of a traced tensor ({})", _SCALAR),
+    "an index": ("a traced tensor ({}) used as a Python index", _SCALAR),
+    "a format string": ("a traced tensor ({}) formatted as a number",
+                        _NO_VALUE + f"there is nothing to print. Ways out: {_RETURN_IT}."),
+    ".tolist()": (".tolist() of a traced tensor ({})",
+                  _NO_VALUE + f"there are no numbers to list. Ways out: {_RETURN_IT}."),
+    ".numpy()": (".numpy() of a traced tensor ({})",
+                 _NO_VALUE + "there is no array to hand out. Ways out: use numgrad's ops on the "
+                 f"tensor (ng.tanh(x), not np.tanh(x.numpy())); {_RETURN_IT}."),
+    "ng.tensor()": ("ng.tensor() of a traced tensor ({})",
+                    _NO_VALUE + "there is nothing to copy into a new constant. Ways out: "
+                    "x.detach().clone() (a copy the compiled plan computes, as PyTorch "
+                    "recommends over torch.tensor(x)), or x.clone() to stay in the graph."),
+}
 
 
 def _param_key(params):

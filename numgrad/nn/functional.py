@@ -168,7 +168,7 @@ def linear(input, weight, bias=None) -> Tensor:
     return out if bias is None else out + bias
 
 
-# ------------------------------------------------- issue 11: activations and losses
+# ------------------------------------------------------------- activations and losses
 from numgrad.ops.composites import softplus, gelu, leaky_relu, elu  # noqa: E402,F401
 
 

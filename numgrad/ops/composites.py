@@ -1,4 +1,4 @@
-"""ops.composites: issue 11's ops written over existing primitives (no new derivatives).
+"""ops.composites: ops written over existing primitives (no new derivatives).
 
 Room: ops. Each function here is plain numgrad ops (DESIGN.md: composites are Python
 functions over primitives), so its gradient at every order, its eager speed and its

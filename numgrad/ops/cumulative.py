@@ -1,7 +1,7 @@
 """ops.cumulative: cumsum, prod and dropout's random mask.
 
 Room: ops. None of these has a kernel lowering: under ``@ng.jit`` each runs its NumPy
-impl as a step between the fused kernels (``lowering="numpy"``), as matmul and gathers
+impl as a step between the fused kernels (``kind="host"``, the default), as matmul and gathers
 do, and the elementwise work around it still fuses.
 """
 from __future__ import annotations

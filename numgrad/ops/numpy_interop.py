@@ -1,6 +1,6 @@
 """ops.numpy_interop: what happens when a Tensor meets a NumPy array.
 
-Room: ops. The rule (decided for issue 11): a NumPy array next to a Tensor is a
+Room: ops. The rule: a NumPy array next to a Tensor is a
 constant, as if wrapped with ``ng.tensor(a)``. Both orders give a Tensor and keep the
 graph: ``x * a`` goes through ``Tensor.__mul__``, and ``a * x`` reaches
 ``Tensor.__array_ufunc__``, which maps NumPy's ufunc onto the numgrad op.

@@ -6,6 +6,7 @@ compiler fuses the elementwise chain feeding a reduction into its loop nest.
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
@@ -59,6 +60,14 @@ def _highest(dt):
     return np.inf if dt.kind == "f" else np.iinfo(np.int64).max
 
 
+def _np_mean(x, dim, keepdim):
+    if x.size == 0:  # NumPy warns "Mean of empty slice"; PyTorch's NaN is silent
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.mean(x, axis=dim, keepdims=keepdim, dtype=x.dtype)
+    return np.mean(x, axis=dim, keepdims=keepdim, dtype=x.dtype)
+
+
 _SUM = Reduction(EW.add, lambda dt: 0, additive=True)
 _MEAN = Reduction(EW.add, lambda dt: 0, additive=True, mean=True)
 _MAX = Reduction(EW.maximum, _lowest)
@@ -71,7 +80,7 @@ sum_p = defop("sum", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
               node=lambda p, s: "SumBackward0" if p["dim"] is None else "SumBackward1",
               reduce=_SUM)
 mean_p = defop("mean", kind="reduction", inputs=("x",), params=("dim", "keepdim"),
-               impl=lambda x, dim, keepdim: np.mean(x, axis=dim, keepdims=keepdim, dtype=x.dtype),
+               impl=lambda x, dim, keepdim: _np_mean(x, dim, keepdim),
                abstract=_reduce_abstract(lambda d: d),
                node=lambda p, s: "MeanBackward0" if p["dim"] is None else "MeanBackward1",
                reduce=_MEAN)

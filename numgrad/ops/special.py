@@ -2,7 +2,7 @@
 
 Room: ops. These need their own scalar lowering (``log(1 + x)`` loses every digit of a
 small ``x``; ``erf`` has no spelling in other primitives), so each is a registry row
-that fuses under ``@ng.jit`` like ``exp``. Everything else issue 11 asked for is a
+that fuses under ``@ng.jit`` like ``exp``. Everything else of its kind is a
 composite over primitives (``ops.composites``).
 """
 from __future__ import annotations

@@ -26,7 +26,7 @@ PALETTE = {
     "op": ("#d0ebff", "#4d8fcc"),         # an equation / a backward node
     "no_grad": ("#e9ecef", "#868e96"),
     "detach": ("#e5dbff", "#7950f2"),
-    "seed": ("#f3f0ff", "#7950f2"),       # where a derived backward starts: the cotangent
+    "seed": ("#e3fafc", "#0c8599"),       # where a derived backward starts: the cotangent
     "hook": ("#ffc9c9", "#e03131"),
     "grad": ("#d3f9d8", "#37b24d"),       # an AccumulateGrad sink / a gradient output
     "saved": ("#fff9db", "#f08c00"),
@@ -38,13 +38,15 @@ LEGEND = {"input": "requires grad", "op": "op", "no_grad": "{no_grad}", "detach"
           "saved": "saved tensor", "freed": "freed by backward", "stale": "modified since saved"}
 
 FONT = "Menlo, Consolas, 'DejaVu Sans Mono', monospace"
-LABEL_PX, SUB_PX, SMALL_PX = 11, 10, 9     # font sizes: a node's label, its sub-line, captions
+# Font sizes (a node's label, its sub-line, captions): drawn at these sizes, never scaled
+# down (Jupyter gets the picture in a scrolling box), so the smallest text is 11 px.
+LABEL_PX, SUB_PX, SMALL_PX = 13, 11, 11
 # Width of one character as a fraction of the font size: monospace fonts are 0.6 em; a
 # character outside ASCII may come from a fallback font, so it is counted a full em.
 EM_ASCII, EM_OTHER = 0.62, 1.0
-NODE_W, NODE_H, ELLIPSE_RY = 96, 36, 20    # smallest box; box height; ellipse half-height
-ROW_H, GAP, PAD, TEXT_PAD = 56, 40, 14, 8  # row pitch, gap between columns, margins
-LABEL_DY, SUB_DY = -3, 11                  # baselines of a two-line node's lines
+NODE_W, NODE_H, ELLIPSE_RY = 104, 40, 22   # smallest box; box height; ellipse half-height
+ROW_H, GAP, PAD, TEXT_PAD = 66, 40, 14, 8  # row pitch, gap between columns, margins
+LABEL_DY, SUB_DY = -3, 13                  # baselines of a two-line node's lines
 
 
 def text_width(text, px):
@@ -105,6 +107,9 @@ class Picture:
 
     def _repr_svg_(self):
         return self.svg()
+
+    def _repr_html_(self):
+        return html_box(self.svg())
 
     def save(self, path):
         with open(path, "w", encoding="utf-8") as f:
@@ -290,20 +295,26 @@ def render(pic: Picture) -> str:
                          ' fill="#868e96" font-weight="bold"'))
     # A group (a fused kernel) is the union of tiles around its members: its members
     # need not form a rectangle, and a bounding box would cover other kernels' nodes.
-    hues = ("#4dabf7", "#f59f00", "#20c997", "#cc5de8", "#ff6b6b", "#94d82d")
+    # Members side by side in one row share one tile, and every tile carries the kernel's
+    # label, inside a column (edges bend only in the gaps between columns, so none
+    # crosses it) and inside the band.
     for k, (label, ids) in enumerate(pic.groups.items()):
-        cells = sorted((lay.col[i], lay.pos[i][1]) for i in ids if i in lay.pos)
+        cells = sorted((lay.pos[i][1], lay.col[i]) for i in ids if i in lay.pos)
         if not cells:
             continue
-        hue = hues[k % len(hues)]
-        tiles = "".join(
-            f'<rect x="{lay.col_x[c][0] - GAP / 2 + 2:.0f}" y="{y - ROW_H / 2:.0f}" '
-            f'width="{lay.col_x[c][1] - lay.col_x[c][0] + GAP - 4:.0f}" height="{ROW_H}" '
-            f'rx="2"/>' for c, y in cells)
-        c, y = cells[0]
-        out.append(f'<g class="ng-stage" fill="{hue}" fill-opacity="0.13">{tiles}'
-                   + _text(lay.col_x[c][0] - GAP / 2 + 4, y - ROW_H / 2 + SMALL_PX - 1, label,
-                           SMALL_PX, f' fill="{hue}" fill-opacity="1"') + '</g>')
+        hue = KERNEL_HUES[k % len(KERNEL_HUES)]
+        tiles = []
+        for y, c0, c1 in _row_runs(cells):
+            x0 = max(lay.col_x[c0][0] - GAP / 2 + 2, 6)
+            x1 = min(lay.col_x[c1][1] + GAP / 2 - 2, w - 6)
+            tiles.append(f'<rect x="{x0:.0f}" y="{y - ROW_H / 2 + 1:.0f}" '
+                         f'width="{x1 - x0:.0f}" height="{ROW_H - 2}" rx="3"/>')
+            room = lay.col_x[c1][1] - lay.col_x[c0][0]
+            tiles.append(_text(lay.col_x[c0][0] + 1, y - ROW_H / 2 + SMALL_PX + 1,
+                               _fit(label, room), SMALL_PX,
+                               f' fill="{hue}" fill-opacity="1"'))
+        out.append(f'<g class="ng-stage" fill="{hue}" fill-opacity="0.13">{"".join(tiles)}'
+                   '</g>')
     for s, chain, d, dashed in lay.routes:
         dash = ' stroke-dasharray="4,3"' if dashed else ""
         out.append(f'<path class="ng-edge" data-from="{escape(s)}" data-to="{escape(d)}" '
@@ -323,6 +334,40 @@ def render(pic: Picture) -> str:
         y += 14
     out.append("</svg>")
     return "\n".join(out)
+
+
+# Kernel tiles: hues unlike the node kinds' (no green of "gradient", no red of "{hook}",
+# no cyan of the seed; the violet comes sixth, after five kernels).
+KERNEL_HUES = ("#1c7ed6", "#e67700", "#c2255c", "#a05a2c", "#495057", "#5f3dc4")
+
+
+def html_box(svg):
+    """The SVG for a notebook: at its own size in a box that scrolls sideways, since
+    notebooks shrink a wide picture to their width (and its text with it) otherwise."""
+    return ('<div style="overflow-x:auto">'
+            + svg.replace("<svg ", '<svg style="max-width:none;height:auto" ', 1) + "</div>")
+
+
+def _row_runs(cells):
+    """``[(y, first column, last column)]``: sorted ``(y, column)`` cells joined where they
+    are neighbours in one row."""
+    runs = []
+    for y, c in cells:
+        if runs and runs[-1][0] == y and runs[-1][2] == c - 1:
+            runs[-1][2] = c
+        else:
+            runs.append([y, c, c])
+    return [tuple(r) for r in runs]
+
+
+def _fit(label, width):
+    """``label``, or its last words (``kernel 3``), or less, so that it fits ``width``."""
+    words = label.split()
+    for k in range(len(words)):
+        text = " ".join(words[k:])
+        if text_width(text, SMALL_PX) <= width:
+            return text
+    return words[-1]
 
 
 def _node(n, centre, half):

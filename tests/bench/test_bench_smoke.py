@@ -37,6 +37,11 @@ def test_bench_runner_writes_json_and_csv(tmp_path):
         assert r["time_s"] > 0 and r["first_call_s"] > 0
         assert r["max_rel_err"] <= r["tolerance"]
     assert doc["meta"]["threads"]["threads"] == 1
+    # each jit row says how its first call was spent: W1's first trace compiles
+    jit = {(r["workload"], r["system"]): r["first_call"] for r in rows
+           if r["system"].startswith("numgrad jit")}
+    assert set(jit.values()) <= {"compile", "trace", "cached"} and jit
+    assert "first call: build + first call (for the jit systems" in proc.stdout
 
     with open(tmp_path / "bench_quick.csv", newline="") as f:
         csv_rows = list(csv.DictReader(f))

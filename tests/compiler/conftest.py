@@ -1,6 +1,6 @@
 """Setup for the ``ng.jit`` compiler tests.
 
-* Vector math stays on (the default users get): since ``vmath_ir`` emits the
+* Vector math stays on (the default users get): since ``llvm.vmath`` emits the
   transcendentals as LLVM IR, it compiles as fast as libm calls.
 * ``NUMGRAD_CACHE_DIR``: a private temporary kernel cache for the session (unless
   the caller set one), so tests never read or pollute the user's cache.

@@ -21,7 +21,7 @@ import pytest
 import numgrad as ng
 from numgrad.ops.registry import REGISTRY
 
-# Ops whose scalar code is vmath_ir's polynomials (within 1.6 ulp of libm; 4 allowed).
+# Ops whose scalar code is llvm.vmath's polynomials (within 1.6 ulp of libm; 4 allowed).
 VMATH = {"exp", "log", "tanh", "sigmoid", "sin", "cos"}
 # Ops whose gradient (not value) calls the vector math: erf's is exp(-x*x) * 2/sqrt(pi).
 VMATH_GRAD = {"erf"}

@@ -147,7 +147,8 @@ def test_tracing_error_traceback_keeps_only_user_frames():
         f(ng.ones(3))
     frames = traceback.extract_tb(info.value.__traceback__)
     numgrad_frames = [fs for fs in frames if _in_package(fs.filename)]
-    assert len(numgrad_frames) <= 2  # the two hidden frames that re-raise it
+    assert len(numgrad_frames) == 1  # the public call that re-raises it (hidden in IPython)
+    assert numgrad_frames[0].name == "__call__"
     assert frames[-1].name == "_control_flow" and "x.sum() > 0" in frames[-1].line
     assert "test_jupyter.py" in str(info.value)  # the message names the user's line
     assert tracebacks.NOTE in getattr(info.value, "__notes__", [])
@@ -212,7 +213,7 @@ def test_progress_counts_kernels_bound_in_the_module():
             progress.note("bwd", name, ["k0", "k1", "k2"])
             mod.k0 = mod.k1 = object()
             rep = progress._local.current
-            assert rep.text() == "numgrad: compiling loss (backward, 2/3 kernels)…"
+            assert rep.text() == "numgrad: compiling loss (backward 2/3 kernels)…"
     finally:
         del sys.modules[name]
     assert progress._local.current is None
@@ -251,3 +252,57 @@ def test_value_and_grad_trace_shows_its_backward_band():
     bwd = str(g).split("# backward")[1]
     assert "{no_grad}" not in bwd and "tanh" not in bwd  # the derivative, not the forward
     assert ">backward (derived)<" in g.picture().svg()
+
+
+def test_progress_line_ends_with_the_parts_it_started_counting(monkeypatch, capsys):
+    monkeypatch.setenv("NUMGRAD_PROGRESS_DELAY", "0.05")
+    name = "numgrad_test_progress_parts"
+    mod = types.ModuleType(name)
+    sys.modules[name] = mod
+    try:
+        with progress.compiling("loss"):
+            progress.note("fwd", name, ["f0"])
+            mod.f0 = object()
+            progress.note("bwd", name, ["b0", "b1"])
+            time.sleep(0.3)
+            mod.b0 = mod.b1 = object()
+    finally:
+        del sys.modules[name]
+    err = capsys.readouterr().err
+    start, end = err.split("…")
+    assert start == "numgrad: compiling loss (forward 1 kernel + backward 0/2 kernels)"
+    assert end.startswith(" done in ") and end.rstrip().endswith(
+        "(forward 1 kernel + backward 2 kernels)")
+
+
+def test_in_a_notebook_the_line_is_one_display_updated_in_place(monkeypatch, capsys):
+    shown = []
+
+    class Handle:
+        def update(self, obj, raw):
+            shown.append(obj["text/plain"])
+
+    monkeypatch.setenv("NUMGRAD_PROGRESS_DELAY", "0.05")
+    monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
+    monkeypatch.setattr(progress, "_display", lambda text: shown.append(text) or Handle())
+    with progress.compiling("loss"):
+        time.sleep(0.3)
+    assert capsys.readouterr().err == ""  # no stderr box
+    assert shown[0] == "numgrad: compiling loss (tracing)…"
+    assert shown[-1].startswith("numgrad: compiled loss: done in ")
+
+
+def test_stats_print_seconds_to_the_millisecond():
+    f = ng.jit(_slow, backend="numpy")
+    f(ng.ones(2))
+    text = repr(f.stats)
+    seconds = text.split("compile_seconds=")[1].rstrip(")")
+    assert len(seconds.split(".")[1]) <= 3 and float(seconds) >= 0.4
+
+
+def test_graphviz_svg_without_dot_says_how_to_get_it(monkeypatch):
+    import shutil
+    g = ng.jit(lambda x: x * 2, backend="numpy").trace(ng.ones(2))
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="install Graphviz"):
+        g.graphviz_svg()

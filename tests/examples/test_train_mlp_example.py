@@ -31,6 +31,11 @@ def test_train_mlp_example_learns_in_both_modes(capsys):
     assert jit == pytest.approx(eager, rel=1e-4)
     out = capsys.readouterr().out
     assert "test accuracy" in out and "jit:" in out and "eager:" in out
+    # the compiles are timed apart from the steady steps, each line says which is which
+    assert "jit: first 3 steps (trace + compile)" in out and "eager: first 3 steps" in out
+    assert out.count("ms/step (median)") == 2 and "steady steps: jit" in out
+    for r in results.values():
+        assert 0 < r["step_seconds"] < r["seconds"] and r["first_seconds"] < r["seconds"]
 
 
 def test_train_mlp_example_progress_lines_without_tqdm(monkeypatch, capsys):

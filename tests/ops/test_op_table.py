@@ -354,7 +354,7 @@ OPS: list[OpInfo] = [
         S(T((3,)), T((4, 3)), T((4,))),
         S(T((2, 2, 3)), T((4, 3)), T((4,))),
     ]),
-    # ---- issue 11: ops a PyTorch user reaches for
+    # ---- more ops a PyTorch user reaches for
     OpInfo("remainder", lambda m, x, y: x % y, BINARY[:3], ["real", "nonzero"],
            int_forward=True),
     OpInfo("remainder_scalar", lambda m, x: x % 0.7, UNARY_SMALL, int_forward=True),
@@ -674,7 +674,6 @@ def test_op_table_covers_required_ops():
         ".T", "getitem", "ng.cat", "ng.stack", "softmax", "log_softmax", "F.relu",
         "F.sigmoid", "F.tanh", "F.softmax", "F.log_softmax", "F.mse_loss", "F.cross_entropy",
         "F.nll_loss", "F.linear", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne",
-        # issue 11
         "remainder", "ng.fmod", "log1p", "expm1", "erf", "exp_", "log_", "sqrt_", "sin_",
         "F.softplus", "F.gelu", "F.leaky_relu", "F.elu", "F.silu", "prod", "var", "std", "norm",
         "cumsum", "gather", "scatter_add", "masked_fill", "index_select", "flip", "roll",

@@ -1,5 +1,5 @@
 """Values and first and second derivatives at +-inf, NaN and +-0 agree with PyTorch,
-eagerly and through @ng.jit (issue 11 item 10).
+eagerly and through @ng.jit.
 
 PyTorch's rules: relu is `x < 0 ? 0 : x` and its gradient `out <= 0 ? 0 : g` (1 at NaN);
 maximum/minimum give each input all of `g` unless it lost (half at a tie), selected rather

@@ -123,3 +123,36 @@ def test_a_long_edge_takes_a_row_of_its_own():
         box = p.box(nid)
         ys = [y for x, y in pts if box.x0 <= x <= box.x1]
         assert ys and all(y < box.y0 or y > box.y1 for y in ys)
+
+
+def test_kernel_tiles_join_neighbours_each_carry_the_label_and_stay_inside():
+    import re
+
+    import numgrad as ng
+    from numgrad.viz import svg as svg_mod
+
+    def chain(x):
+        return ((x * 2 + 1) * 3 - 4).exp().sum()   # one fused kernel, a row of neighbours
+
+    g = ng.jit(chain).trace(ng.ones(5, requires_grad=True))
+    text = g.picture().svg()
+    width = float(re.search(r'<svg [^>]*width="([\d.]+)"', text).group(1))
+    for group in re.findall(r'<g class="ng-stage"[^>]*>(.*?)</g>', text):
+        rects = re.findall(r'<rect x="([\d.-]+)" y="[\d.-]+" width="([\d.]+)"', group)
+        labels = re.findall(r"<text [^>]*>([^<]+)</text>", group)
+        assert len(labels) == len(rects)   # every tile says which kernel it is
+        for x, w in rects:
+            assert float(x) >= 0 and float(x) + float(w) <= width
+    fwd = re.search(r'<g class="ng-stage"[^>]*>(.*?)</g>', text).group(1)
+    assert len(re.findall("<rect", fwd)) <= 2   # the row of five ops is one tile, not five
+    # tile hues are not the node kinds' colours
+    kinds = {stroke for _, stroke in svg_mod.PALETTE.values()}
+    assert not kinds & set(svg_mod.KERNEL_HUES[:5])
+    assert svg_mod.PALETTE["seed"][1] != svg_mod.PALETTE["detach"][1]
+
+
+def test_notebooks_show_pictures_at_their_own_size():
+    import numgrad as ng
+    g = ng.jit(lambda x: x.sin().sum()).trace(ng.ones(3, requires_grad=True))
+    html = g._repr_html_()
+    assert 'overflow-x:auto' in html and 'style="max-width:none' in html

@@ -200,7 +200,7 @@ def _warn_refused(dc):
 def _numba_disk(kind) -> DiskCache:
     """``disk()`` for ``kind``'s Numba files: their reads and writes verified
     (``_install_numba_hooks``, which imports Numba, so only here and not for
-    ``llvm_kernel``'s object files). "off" for this kind alone if its Numba lacks the
+    ``llvm.kernel``'s object files). "off" for this kind alone if its Numba lacks the
     internals the verification goes through."""
     dc = disk()
     if dc.mode != "off" and (dc.numba_dir, kind.caching) not in _S.armed:

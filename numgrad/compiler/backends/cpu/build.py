@@ -70,7 +70,7 @@ def build(rendered, options):
     # the prange tier is compiled by the first plan whose shapes need it.
     upgrade = prange_tier(sources, verbose, use_disk) if tiered and _threads_pay(sched) else None
     if kernels and (tiered or not par or options.parallel is True):
-        # Without Numba where every loop can be an llvm_body body (backends.cpu.llvm.kernel):
+        # Without Numba where every loop can be an llvm.body body (backends.cpu.llvm.kernel):
         # serial kernels, which go multi-threaded at the second call (at once with
         # parallel=True) on Numba's threading layer, without a compile.
         prog = _llvm_kernel.program(sched, _steps(sched), options, "\n\n".join(sources))

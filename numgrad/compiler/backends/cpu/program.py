@@ -13,6 +13,8 @@ import warnings
 import numpy as np
 
 from numgrad.compiler.schedule import cshape  # noqa: F401 (cpu.py imports it from here)
+from numgrad.ops.dispatch import run_impl
+from numgrad.profiler import recorder
 
 _TIER_LOCK = threading.Lock()
 
@@ -102,6 +104,8 @@ class Program:
     def __call__(self, arrays):
         if self._upgrade is not None:
             self._tier_up()
+        if recorder.active is not None:
+            return self._run_profiled(arrays)
         if self._direct is not None:
             for a in arrays:
                 if not a.flags.c_contiguous or not a.flags.writeable:
@@ -114,10 +118,24 @@ class Program:
                     for k, a, b in plan]
             res = fn(*args)
             return [res[i] if shape else res[i].reshape(shape) for i, shape in outs]
+        return self._run_steps(arrays)
+
+    def _run_profiled(self, arrays):
+        """The general path, each step an event in ng.profiler's record."""
+        t0 = recorder.now()
+        try:
+            return self._run_steps(arrays, profiled=True)
+        finally:
+            recorder.add(f"jit::program ({self.kernels} kernel"
+                         f"{'s' if self.kernels != 1 else ''})", "jit", t0)
+
+    def _run_steps(self, arrays, profiled=False):
         env = dict(self._consts)
         for v, a in zip(self._inputs, arrays):
             env[v] = a
         for kind, obj in self.steps:
+            if profiled:
+                t0 = recorder.now()
             if kind == "kernel":
                 res = obj.fn(*[_canon(env[v]) if v.ndim == 0 else _ready(env[v])
                                for v in obj.inputs])
@@ -128,9 +146,17 @@ class Program:
                 # view for the matmul after it); kernels get contiguous copies if needed.
                 e = obj
                 ins = [env[v].reshape(v.shape) for v in e.inputs]
-                env[e.out] = np.asarray(e.prim.impl(*ins, **e.params))
+                env[e.out] = np.asarray(run_impl(e.prim, ins, e.params))
+            if profiled:
+                recorder.add(_step_name(kind, obj), "kernel", t0)
         return [_ready(env[v]).reshape(shape) if not shape else env[v].reshape(shape)
                 for v, shape in self._outputs]
+
+
+def _step_name(kind, obj):
+    if kind == "kernel":
+        return "kernel " + getattr(obj.fn, "__name__", "?")
+    return "numgrad::" + obj.prim.name   # a NumPy step between kernels
 
 
 def late_compile(program, what, build):

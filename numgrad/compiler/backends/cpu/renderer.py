@@ -350,7 +350,7 @@ class KernelRenderer:
                     lines.append(f"{pad}{target} = {expr}")
                 continue
             args = [read(a) for a in st.args]
-            if st.paired:  # sin and cos of one argument: see vmath_ir.sin_paired
+            if st.paired:  # sin and cos of one argument: see llvm.vmath.sin_paired
                 expr = f"{st.op.name}_paired({args[0]})"
             else:
                 expr = st.op.scalar(args, st.dtype, st.params, SPELL)
@@ -466,7 +466,7 @@ def _header(options):
     # that no longer overflowed; with `reassoc`, x * 1e300 * 1e-300 folded to x). Sums
     # still vectorise: their accumulators add through radd, which carries `reassoc` alone
     # (backends/cpu/accumulate_ir.py), a reordering of additions like any SIMD sum (torch, XLA).
-    # The vmath_ir functions pin their own flags, so their accuracy does not depend on these.
+    # The llvm.vmath functions pin their own flags, so their accuracy does not depend on these.
     # nnan/ninf stay off unless fastmath=True: NaN and inf must propagate as in eager mode.
     # No `afn`: with it LLVM turns pow(x, float(int or bool)) into llvm.powi, whose
     # library call (__powisf2/__powidf2) Numba's JIT cannot resolve: x ** bool_tensor

@@ -35,7 +35,7 @@ def noalias_args(typingctx):
 
 
 # The helpers both backends share (plain libm transcendentals, used when
-# ``ng.jit(vector_math=False)``; ``scalar_vec`` replaces them with ``vmath_ir``'s
+# ``ng.jit(vector_math=False)``; ``scalar_vec`` replaces them with ``llvm.vmath``'s
 # vectorisable polynomials, the default).
 _inline = njit(inline="always")
 (exp, log, tanh, sin, cos, erf, log1p, expm1, sigmoid, relu, sign, clamp, clamp_min, clamp_max,

@@ -1,8 +1,8 @@
-"""backends.cpu.scalar_vec: ``scalar`` with vectorisable transcendentals from ``vmath_ir``.
+"""backends.cpu.scalar_vec: ``scalar`` with vectorisable transcendentals from ``llvm.vmath``.
 
 Room: compiler. A kernel that imports from here keeps its loops SIMD through
 exp/log/tanh/sigmoid/sin/cos (about 1-2 ns per float64 element instead of 4-18 ns
-of scalar libm). ``vmath_ir`` emits each function as LLVM IR (``vmath_numba`` makes
+of scalar libm). ``llvm.vmath`` emits each function as LLVM IR (``vmath_numba`` makes
 them callable from Numba), so a call site costs milliseconds of compile time, like
 ``math.exp``.
 """

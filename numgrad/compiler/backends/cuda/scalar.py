@@ -4,7 +4,7 @@ Room: compiler. The helpers of ``backends.scalar_math`` as CUDA device functions
 (inlined), and the three whose CUDA bodies differ from the CPU's. The transcendentals are
 CUDA's own: Numba lowers ``math.*`` to libdevice (``__nv_exp``...), which is within 1-2
 ulp, as the CPU's vector math is (under Numba's simulator, NumPy's, for IEEE results);
-porting ``vmath_ir``'s polynomials would not be faster on a GPU, where these kernels are
+porting ``llvm.vmath``'s polynomials would not be faster on a GPU, where these kernels are
 memory-bound. Each function keeps the CPU helper's special-value rule (NaN passes clamp,
 relu(-0) is -0, sign(NaN) is 0...), and every name of ``backends.cpu.scalar.HELPERS`` is
 defined here (tests/compiler/backends/cuda checks it).

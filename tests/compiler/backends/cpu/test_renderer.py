@@ -121,7 +121,7 @@ def _run_w2(f, x, y):
 def test_tiered_compile_runs_serial_first_then_prange_with_identical_bits(tmp_path, monkeypatch):
     """parallel="auto" on a cold cache: call 1 runs the kernels compiled with
     parallel=False, call 2 compiles the prange tier. Chunked reductions make every tier
-    and every thread count give the same bits. (Numba's tiers: llvm_kernel off; its
+    and every thread count give the same bits. (Numba's tiers: llvm.kernel off; its
     own are tested in test_llvm_kernel.py.)"""
     import numba
 

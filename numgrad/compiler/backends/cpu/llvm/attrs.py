@@ -1,11 +1,11 @@
 """backends.cpu.llvm.attrs: LLVM function attributes that Numba has no option for.
 
-Room: compiler. (No Numba import here: the IR modules use it, and ``llvm_kernel``
+Room: compiler. (No Numba import here: the IR modules use it, and ``llvm.kernel``
 builds kernels without Numba; ``noalias_args`` lives with the kernel helpers, in
 ``scalar``.) Two things a generated kernel wants from LLVM that ``@njit`` cannot say:
 
 * ``"prefer-vector-width"="512"`` on functions that call the vector math
-  (``vmath_ir`` tags its callers while lowering them);
+  (``llvm.vmath`` tags its callers while lowering them);
 * ``noalias`` on the data pointers of a loop function's array arguments:
   ``noalias_args()``, called first thing in the function. A fused loop that
   writes several arrays is otherwise left scalar, because LLVM cannot prove that

@@ -12,8 +12,8 @@ string in the kernel source, so Numba's disk cache keys on it like any other sou
   the same instructions;
 - each statement is its op's own scalar lowering from the registry (``op.scalar`` over
   named operands and literals) evaluated on IR values: Python's operators emit the IR
-  instruction, helpers (``_Helpers`` and vmath_ir's transcendentals) their IR; anything
-  else leaves the loop to Numba. Transcendentals call vmath_ir's bodies at the one
+  instruction, helpers (``_Helpers`` and llvm.vmath's transcendentals) their IR; anything
+  else leaves the loop to Numba. Transcendentals call llvm.vmath's bodies at the one
   vector width (the first INLINE_CALL_SITES sites inlined, as in Numba loops), and the
   two members of a registry pair (sin and cos of one value) one function with both
   bodies, which LLVM merges once per module;
@@ -275,7 +275,7 @@ class _Body:
 
     def _inline(self, name):
         """Whether this call site of ``name`` gets the body inlined: the first
-        ``vmath_ir.INLINE_CALL_SITES`` of a body, as in Numba-compiled loops. A call costs
+        ``llvm.vmath.INLINE_CALL_SITES`` of a body, as in Numba-compiled loops. A call costs
         little next to a long body, but in a short one the spills around each call show
         (docs/design-notes.md, "LLVM bodies")."""
         n = self.sites.get(name, 0)
@@ -283,8 +283,8 @@ class _Body:
         return n < _vm.INLINE_CALL_SITES
 
     def _vector_fn(self, name, inline=False):
-        """``name`` at this vector width: vmath_ir's body, emitted once per module (once
-        more for inlining), and only at the one width called (vmath_ir's outlined set
+        """``name`` at this vector width: llvm.vmath's body, emitted once per module (once
+        more for inlining), and only at the one width called (llvm.vmath's outlined set
         has four, weak_odr, each of which LLVM would optimise and emit)."""
         fname = f"numgrad_body_{name}_v{self.W}f{self.bits}" + ("_inl" if inline else "")
         fn = self.module.globals.get(fname)
@@ -580,7 +580,7 @@ class _Val:
 
 class _Helpers:
     """IR versions of the scalar helpers (``backends.cpu.scalar``) the registry's lowerings
-    call, beyond vmath_ir's transcendentals; the same instructions Numba gives them."""
+    call, beyond llvm.vmath's transcendentals; the same instructions Numba gives them."""
 
     @staticmethod
     def sqrt(body, x):
@@ -625,7 +625,7 @@ def chunk_kernel(spec_text):
     fn = _KERNELS.get(spec_text)
     if fn is not None:
         return fn
-    from numba import types  # here: llvm_kernel builds bodies without Numba
+    from numba import types  # here: llvm.kernel builds bodies without Numba
     from numba.extending import intrinsic
     spec = json.loads(spec_text)
     fname = "numgrad_body_" + hashlib.sha256(spec_text.encode()).hexdigest()[:16]

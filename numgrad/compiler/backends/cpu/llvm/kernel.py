@@ -1,7 +1,7 @@
-"""backends.cpu.llvm.kernel: a kernel made only of ``llvm_body`` bodies, built by llvmlite alone.
+"""backends.cpu.llvm.kernel: a kernel made only of ``llvm.body`` bodies, built by llvmlite alone.
 
 Room: compiler. Profiled cold, Numba's part of a schedule whose loops are all
-``llvm_body`` bodies was most of its compile: importing and starting Numba (its
+``llvm.body`` bodies was most of its compile: importing and starting Numba (its
 registries, once per process), typing and lowering the stage shells, the IR's round trip
 through text, and its O3 over every module (docs/design-notes.md, "llvmlite kernels").
 Such a kernel's shell is small (read the hoisted scalars, call the body once per chunk,
@@ -18,7 +18,7 @@ would cost more than the kernel on small inputs. The caller (generated per kerne
 dispatcher would, so a wrong array is a TypeError, never a stray write.
 
 Where it is used (``backends.cpu.build.build``, ``program``): a plan with long loops (an
-``llvm_body`` body each) whose kernels all qualify (``plan_kernel``), unless its prange
+``llvm.body`` body each) whose kernels all qualify (``plan_kernel``), unless its prange
 kernels are in Numba's disk cache already. Parallel loops run serially at the first
 call and on Numba's threading layer from the second (its ``parallel_for``, as parfors
 call it; importing that module is all it costs): the same chunks, each chunk's sums in
@@ -80,7 +80,7 @@ OFFSETS = _offsets()
 def plan_kernel(kernel, specs, fastmath=False):
     """A description of ``kernel`` for the IR shell, or None when something in it is not
     written here. ``specs``: {loop index: (spec text, argument names)} of the loops the
-    renderer gave an ``llvm_body`` body (backends.cpu.renderer.KernelRenderer.ir_specs)."""
+    renderer gave an ``llvm.body`` body (backends.cpu.renderer.KernelRenderer.ir_specs)."""
     if kernel.extents:  # shape-generic: extents and chunks are known at run time only
         return None
     where = {v: ("in", i) for i, v in enumerate(kernel.inputs)}
@@ -396,7 +396,7 @@ class Loaded:
         engine.finalize_object()
         self.addresses = [engine.get_function_address(n) for n in names]
         if not all(self.addresses):
-            raise RuntimeError("an llvm_kernel entry did not link")
+            raise RuntimeError("an llvm.kernel entry did not link")
 
 
 def load(name, obj, names):
@@ -510,7 +510,7 @@ def _bad(name, a, dtype, n):
 # ------------------------------------------------------------------ the program
 def program(sched, steps, options, source):
     """``sched``'s Program with llvmlite-built kernels, or None where a kernel does not
-    qualify (``plan_kernel``), no loop is long enough for an llvm_body body (Numba's
+    qualify (``plan_kernel``), no loop is long enough for an llvm.body body (Numba's
     loops then compile fast and run a light body faster) or fastmath is on (Numba's
     fast flags on the shell's sums would let the bits differ from its kernels').
     ``source``: the Numba source of the
@@ -544,7 +544,7 @@ def program(sched, steps, options, source):
         loaded = loaded or load(name, obj, entries)
     except Exception as exc:  # noqa: BLE001 (Numba's path compiles it instead)
         if options.verbose:
-            print(f"[numgrad.jit] llvm_kernel declined ({type(exc).__name__}: {exc}); "
+            print(f"[numgrad.jit] llvm.kernel declined ({type(exc).__name__}: {exc}); "
                   "compiling with Numba")
         return None
     for k, d, address in zip(sched.kernels, descs, loaded.addresses):

@@ -3,7 +3,7 @@
 The algorithms, coefficients and edge cases of the former ``vmath`` module
 (Cody-Waite range reduction, near-minimax polynomials, exponent bit-casts; at
 most ~1.2 ulp in float64 and float32, measured by ``tests/compiler/
-test_vmath_ir.py``; ``vmath``'s derivations are in git history, ca44e79),
+test_vmath.py``; ``vmath``'s derivations are in git history, ca44e79),
 written straight into LLVM IR with llvmlite's ``IRBuilder`` instead of as
 ``register_jitable(inline="always")`` Python.
 
@@ -50,7 +50,7 @@ way); larger lanes go to a helper of the same kind with the float64 reduction.
 Usage
 -----
 ``vmath_numba`` registers ``exp, expm1, log, tanh, sigmoid, sin, cos`` with Numba
-(typing and lowering, like ``math.exp``); ``llvm_body`` and ``llvm_kernel`` call the
+(typing and lowering, like ``math.exp``); ``llvm.body`` and ``llvm.kernel`` call the
 bodies from IR. This module imports no Numba.
 """
 
@@ -318,7 +318,7 @@ def _out_of_line(e, name, mark, body, x, y):
     Scalar bodies (for LLVM's loop vectoriser) must stay straight-line, so they call
     the helper unconditionally and the vectoriser calls its vector variant once per
     vector; the variant tests the lanes and returns at once when none is set. Bodies
-    written with explicit vectors (``e.lanes``, as llvm_body writes them) branch to
+    written with explicit vectors (``e.lanes``, as llvm.body writes them) branch to
     the call, and the select of its lanes, only when some lane is set: the call itself
     returns at once, but every vector register is caller-saved, so an unconditional
     call spills all that is live around it (docs/design-notes.md, "Vector math")."""

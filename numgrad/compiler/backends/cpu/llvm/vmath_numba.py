@@ -1,4 +1,4 @@
-"""backends.cpu.llvm.vmath_numba: ``vmath_ir``'s bodies as functions Numba kernels can call.
+"""backends.cpu.llvm.vmath_numba: ``llvm.vmath``'s bodies as functions Numba kernels can call.
 
 Room: compiler. Each of exp, expm1, log, tanh, sigmoid, sin, cos is a plain Python
 function with Numba typing and lowering registered (like ``math.exp``), so a call site
@@ -6,7 +6,7 @@ costs one typing-template lookup and one ``call`` instruction. The type decides 
 typing time: float32 in -> float32 out (float32 arithmetic for exp/expm1/log/tanh/
 sigmoid; sin/cos reduce in float64 and round once), float64, integers and booleans ->
 float64. Called from Python they run a small compiled wrapper (compiled on first use),
-so results are bit-identical. Kept apart from ``vmath_ir`` so that the IR bodies import
+so results are bit-identical. Kept apart from ``llvm.vmath`` so that the IR bodies import
 no Numba: ``backends.cpu.llvm.kernel`` builds kernels from them without it.
 """
 from numba import types

@@ -61,7 +61,7 @@ def _run(n, dtype, mean, enabled, monkeypatch):
 
 
 # 37 elements: a serial loop; 1003: chunked and parallel (serial at the first call, then on
-# threads: Numba's prange tier, or llvm_kernel's on Numba's threading layer).
+# threads: Numba's prange tier, or llvm.kernel's on Numba's threading layer).
 @pytest.mark.parametrize("n,dtype,mean", [(37, "float64", False), (1003, "float64", True),
                                           (1003, "float32", False)])
 def test_llvmlite_kernels_give_the_bits_of_numbas_in_both_tiers(n, dtype, mean, monkeypatch):
@@ -193,7 +193,7 @@ def _random_program(seed, steps):
 
 @pytest.mark.parametrize("seed", range(int(os.environ.get("NG_LLVM_KERNEL_SEEDS", "4"))))
 def test_random_long_programs_give_numbas_bits(seed, monkeypatch):
-    """Random long elementwise programs (the loops llvm_kernel takes), with inputs holding
+    """Random long elementwise programs (the loops llvm.kernel takes), with inputs holding
     +-inf, NaN, +-0, subnormals and huge values: value and gradients through the
     llvmlite kernels, serially and on threads, have the bits of the Numba kernels."""
     prog, src = _random_program(seed, 14 + 4 * seed)
