@@ -404,7 +404,7 @@ def _reshape_as(self, other) -> Tensor:
 _METHODS.update({
     "mm": products.mm, "mv": products.mv, "addmm": products.addmm,
     "baddbmm": products.baddbmm, "view_as": _view_as, "reshape_as": _reshape_as,
-    "type": new_tensors.type, **{n: getattr(new_tensors, n) for n in (
+    "type": new_tensors.type_, **{n: getattr(new_tensors, n) for n in (
         "new_ones", "new_zeros", "new_empty", "new_full", "new_tensor")},
 })
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the

@@ -79,7 +79,7 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "Lo
 _BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
 
 
-def type(self, dtype=None, non_blocking=False, **kwargs):  # noqa: A001  (PyTorch's name)
+def type_(self, dtype=None, non_blocking=False, **kwargs):  # bound as Tensor.type
     """With no argument, this tensor's type name as PyTorch spells it
     (``'torch.FloatTensor'``, ``'torch.cuda.DoubleTensor'``); given a dtype or such a name, the
     tensor converted to it (itself when it has it already) (``torch.Tensor.type``).
@@ -105,3 +105,6 @@ def type(self, dtype=None, non_blocking=False, **kwargs):  # noqa: A001  (PyTorc
         device = "cuda" if parts[1:2] == ["cuda"] else "cpu"
         return self.to(device, target)
     return self.to(dtype)
+
+
+type_.__name__ = type_.__qualname__ = "type"  # as help(Tensor.type) shows it
