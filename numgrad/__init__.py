@@ -32,6 +32,14 @@ from numgrad.dlpack import from_dlpack
 from numgrad.serialization import save, load
 from numgrad import profiler
 
+from numgrad.ops.products import mm, mv, addmm, baddbmm
+from numgrad.size import Size
+from numgrad.defaults import (set_default_dtype, get_default_dtype, set_default_device,
+                              get_default_device)
+from numgrad import accelerator
+from numgrad.ops import keywords as _keywords
+_keywords.install(globals())  # out= and axis= on the public functions, as PyTorch's take them
+
 float = float32  # noqa: A001  (PyTorch spells the default float dtype this way too)
 double = float64
 long = int64

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad import dtypes as _dt
+from numgrad import defaults as _defaults
 from numgrad.tensor import Tensor, device as _device
 
 _rng = np.random.default_rng()
@@ -86,6 +87,8 @@ def _tensors_to_lists(x):
 
 def _finish(arr, requires_grad, device):
     t = Tensor._make(arr)
+    if device is None:
+        device = _defaults.device  # ng.set_default_device's, None for the CPU
     if device is not None and _device(device).type != "cpu":
         from numgrad import devices
         t = Tensor._make(devices.upload(arr, devices.target(device)))  # a leaf on the device
@@ -269,6 +272,8 @@ def _like_device(x, device):
     # As torch: a *_like result is on x's device unless told otherwise.
     if device is None and type(x._data) is not np.ndarray and x.device.type != "cpu":
         return x.device
+    if device is None and _defaults.device is not None:
+        return x.device  # x's device, not the default one
     return device
 
 

@@ -11,7 +11,35 @@ import types
 
 
 def cuda_is_available() -> bool:
-    """Whether a CUDA device (or Numba's CUDA simulator) can hold tensors."""
+    """Whether a CUDA device (or Numba's CUDA simulator) can hold tensors
+    (``torch.cuda.is_available``).
+
+    >>> isinstance(ng.cuda.is_available(), bool)
+    True
+    """
+    global _CUDA_AVAILABLE
+    if _CUDA_AVAILABLE is None:
+        _CUDA_AVAILABLE = _probe_cuda()
+    return _CUDA_AVAILABLE
+
+
+_CUDA_AVAILABLE = None
+# The device files an NVIDIA driver creates (``/dev/dxg``: WSL's GPU bridge).
+_DRIVER_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg", "/proc/driver/nvidia/version")
+
+
+def _probe_cuda() -> bool:
+    # Importing numba.cuda takes most of a second; on a machine with no NVIDIA driver and
+    # no simulator asked for, the answer is known without it (as torch answers in
+    # microseconds). The simulator is Numba's setting, read from the environment when Numba
+    # is first imported (or from Numba's own config once it has been).
+    import os
+    import sys
+    config = sys.modules.get("numba.core.config")
+    simulated = (config.ENABLE_CUDASIM if config is not None
+                 else os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"))
+    if not simulated and not any(os.path.exists(f) for f in _DRIVER_FILES):
+        return False
     try:
         from numgrad.compiler.backends.cuda import device as cuda_device
     except ImportError:

@@ -17,6 +17,7 @@ import numpy as np
 
 from numgrad import dtypes as _dt
 from numgrad import tracing_hook
+from numgrad.size import Size
 
 
 class device:
@@ -146,9 +147,9 @@ class Tensor:
 
     # ----------------------------------------------------------------- metadata
     @property
-    def shape(self) -> tuple:
-        """The size of each dim, as a tuple (``torch.Tensor.shape``, a ``torch.Size``)."""
-        return tuple(self._data.shape)
+    def shape(self) -> Size:
+        """The size of each dim, an ``ng.Size`` (a tuple; ``torch.Tensor.shape``)."""
+        return Size(self._data.shape)
 
     @property
     def ndim(self) -> int:
@@ -191,7 +192,7 @@ class Tensor:
     def _bump_version(self):
         self._vc.value += 1
 
-    def size(self, dim=None) -> tuple | int:
+    def size(self, dim=None) -> Size | int:
         """The shape, or the size of one ``dim`` (``torch.Tensor.size``). Raises IndexError for a
         dim out of range.
         """
@@ -226,6 +227,10 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value):
         self._set_requires_grad(value)
+
+    @requires_grad.deleter
+    def requires_grad(self):
+        raise RuntimeError("requires_grad must be a bool")  # PyTorch's text for `del`
 
     def requires_grad_(self, requires_grad=True) -> Tensor:
         """Set ``requires_grad`` in place and return the tensor (``torch.Tensor.requires_grad_``).

@@ -60,7 +60,8 @@ def _make_grads(outputs, grad_outputs, create_graph):
                 raise TypeError(f"gradient must be a Tensor or None, not {type(g).__name__}")
             if g.shape != out.shape:
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                                   f"{g.shape} and output[{i}] has a shape of {out.shape}.")
+                                   f"{tuple(g.shape)} and output[{i}] has a shape of "
+                                   f"{tuple(out.shape)}.")  # API.md spells them as tuples
             if out.dtype.is_floating_point and g.dtype is not out.dtype:
                 if not g.dtype.is_floating_point:
                     raise RuntimeError(f"For complex Tensors, both grad_output and output are "

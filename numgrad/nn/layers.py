@@ -53,7 +53,7 @@ class Linear(Module):
 
     >>> layer = ng.nn.Linear(3, 2)
     >>> layer(ng.ones(4, 3)).shape
-    (4, 2)
+    torch.Size([4, 2])
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 from numgrad.grad_mode import is_grad_enabled, no_grad
 from numgrad.nn.parameter import Parameter
+from numgrad.size import Size
 from numgrad.tensor import RemovableHandle, Tensor
 
 
@@ -347,7 +348,7 @@ class Module:
                                   f"{type(src)}")
                 elif tuple(src.shape) != t.shape:
                     errors.append(f"size mismatch for {key}: copying a param with shape "
-                                  f"{tuple(src.shape)} from checkpoint, the shape in current "
+                                  f"{Size(src.shape)} from checkpoint, the shape in current "
                                   f"model is {t.shape}.")
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(

@@ -213,7 +213,7 @@ def einsum(equation, *operands) -> Tensor:
 
     >>> a, b = ng.ones(2, 3), ng.ones(3, 4)
     >>> ng.einsum("ij,jk->ik", a, b).shape
-    (2, 4)
+    torch.Size([2, 4])
     >>> ng.einsum("ii", ng.eye(3))
     tensor(3.)
     """

@@ -44,8 +44,8 @@ def normalize_index(index, shape=None):
                 k = a.astype(np.int64) if a.dtype.kind in "iu" else a
             else:
                 k = int(a)
-        elif isinstance(k, (list, np.ndarray)):
-            k = np.asarray(k)
+        elif isinstance(k, (list, np.ndarray, range)):
+            k = np.asarray(k)  # x[range(n), y], as PyTorch takes it: a list of ints
             if k.dtype.kind in "iu":
                 k = k.astype(np.int64)
             elif k.dtype != np.bool_:

@@ -47,6 +47,8 @@ def matmul_shape(sa, sb):
 
 # PyTorch's dtype names in its "expected scalar type" errors.
 SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+# ... and the C type names its matmul dtype error uses.
+C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
 
 matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, cost=Cost(blas=True),
                  abstract=lambda x, y: (matmul_shape(x.shape, y.shape),
@@ -94,7 +96,7 @@ def matmul(x, y) -> Tensor:
     matmul_shape(x.shape, y.shape)
     if x.dtype is not y.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{x.dtype.name} != {y.dtype.name}")
+                           f"{C_NAMES[x.dtype.name]} != {C_NAMES[y.dtype.name]}")
     return matmul_p(x, y)
 
 
@@ -104,7 +106,7 @@ def bmm(input, mat2) -> Tensor:
     other ranks, mismatched batch or inner sizes, or different dtypes.
 
     >>> ng.bmm(ng.ones(2, 3, 4), ng.ones(2, 4, 5)).shape
-    (2, 3, 5)
+    torch.Size([2, 3, 5])
     """
     from numgrad.tensor import Tensor
     for pos, (name, t) in enumerate((("input", input), ("mat2", mat2)), 1):

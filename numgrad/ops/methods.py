@@ -15,6 +15,7 @@ from numgrad.grad_mode import no_grad
 from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
 from numgrad.ops import linalg, inplace, special as SP, composites as C, api
 from numgrad.ops import logical, sorting
+from numgrad.ops import keywords, new_tensors, products
 from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device
@@ -388,6 +389,29 @@ _METHODS.update({
     "all": logical.all, "any": logical.any, "equal": logical.equal, "bmm": linalg.bmm,
     "sort": sorting.sort, "argsort": sorting.argsort, "topk": sorting.topk,
 })
+
+
+def _view_as(self, other) -> Tensor:
+    """This tensor viewed with ``other``'s shape (``torch.Tensor.view_as``)."""
+    return L.view(self, other.shape)
+
+
+def _reshape_as(self, other) -> Tensor:
+    """This tensor reshaped to ``other``'s shape (``torch.Tensor.reshape_as``)."""
+    return L.reshape(self, other.shape)
+
+
+_METHODS.update({
+    "mm": products.mm, "mv": products.mv, "addmm": products.addmm,
+    "baddbmm": products.baddbmm, "view_as": _view_as, "reshape_as": _reshape_as,
+    "type": new_tensors.type_, **{n: getattr(new_tensors, n) for n in (
+        "new_ones", "new_zeros", "new_empty", "new_full", "new_tensor")},
+})
+# PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
+# first is self, so input= is not a method's keyword).
+_METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()
+                 for names in [{k: v for k, v in keywords.renames(f).items() if k != "input"}]
+                 if names})
 
 
 def install():

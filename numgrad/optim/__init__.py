@@ -6,3 +6,6 @@ from numgrad.optim.optimizer import Optimizer  # noqa: F401
 from numgrad.optim.sgd import SGD  # noqa: F401
 from numgrad.optim.adam import Adam, AdamW  # noqa: F401
 from numgrad.optim import lr_scheduler  # noqa: F401
+from numgrad.optim.adaptive import RMSprop, Adagrad, Adadelta  # noqa: F401
+from numgrad.optim.adam_variants import Adamax, NAdam, RAdam  # noqa: F401
+from numgrad.optim.lbfgs import LBFGS  # noqa: F401

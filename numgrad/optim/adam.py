@@ -11,11 +11,8 @@ Room: optim. PyTorch's rule, per parameter, at step ``t``::
 """
 from __future__ import annotations
 
-from numgrad import dtypes
-from numgrad.creation import tensor, zeros
-from numgrad.optim.kernels import kernels_for, zeros_state
+from numgrad.optim.kernels import advance
 from numgrad.optim.optimizer import Optimizer
-from numgrad.tensor import Tensor
 
 
 class Adam(Optimizer):
@@ -45,25 +42,9 @@ class Adam(Optimizer):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
         decoupled = group["decoupled_weight_decay"]
-        for p in group["params"]:
-            grad = self._grad_of(p, group)
-            if grad is None:
-                continue
-            state = self.state[p]
-            if not state:
-                # 'step' is a float32 0-d tensor on the CPU, as PyTorch keeps it.
-                state["step"] = zeros((), dtype=dtypes.float32)
-                state["exp_avg"] = zeros_state(p)
-                state["exp_avg_sq"] = zeros_state(p)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = zeros_state(p)
-            k = kernels_for(p)
-            step_t = state["step"]
-            if not isinstance(step_t, Tensor):  # a plain number, as older PyTorch saved it
-                step_t = state["step"] = tensor(float(step_t), dtype=dtypes.float32)
-            step_t._data[...] = step_t._data + 1
-            step_t._vc.value += 1
-            step = float(step_t._data)
+        buffers = ("exp_avg", "exp_avg_sq") + ("max_exp_avg_sq",) * bool(amsgrad)
+        for p, grad, state, k in self._stepping(group, buffers):
+            step = advance(state)
             x, g = k.view(p), k.view(grad)
             if weight_decay != 0:
                 if decoupled:

@@ -63,6 +63,8 @@ class NumpyKernels:
     def denom(sq, scale, eps):
         return np.sqrt(sq) / scale + eps
 
+    sqrt = staticmethod(np.sqrt)
+    abs = staticmethod(np.abs)
 
 
 class TensorKernels:
@@ -111,6 +113,9 @@ class TensorKernels:
     def denom(sq, scale, eps):
         return ops.sqrt(sq) / scale + eps
 
+    sqrt = staticmethod(ops.sqrt)
+    abs = staticmethod(ops.abs)
+
 
 def kernels_for(t: Tensor):
     """The kernel set for a parameter: NumPy's for CPU arrays, tensor ops otherwise."""
@@ -125,3 +130,32 @@ def zeros_state(p: Tensor) -> Tensor:
 def copy_state(g: Tensor) -> Tensor:
     """A copy of ``g`` (a gradient) as a new buffer, outside any graph."""
     return ops.clone(g.detach())
+
+
+def step_state(value: float = 0.0) -> Tensor:
+    """A step counter (or ``mu_product``) as PyTorch keeps it: a float32 0-d CPU tensor."""
+    from numgrad import dtypes
+    from numgrad.creation import tensor
+    return tensor(float(value), dtype=dtypes.float32)
+
+
+def advance(state: dict, key: str = "step") -> float:
+    """Add one to ``state[key]`` in place (in float32, as PyTorch's ``step_t += 1``) and
+    return the new count as a Python float. A plain number, as older PyTorch saved it,
+    becomes a tensor first."""
+    t = state[key]
+    if not isinstance(t, Tensor):
+        t = state[key] = step_state(t)
+    t._data[...] = t._data + 1
+    t._vc.value += 1
+    return float(t._data)
+
+
+def scale_state(state: dict, key: str, factor: float) -> float:
+    """Multiply the 0-d ``state[key]`` by ``factor`` in place, rounding to its dtype (float32
+    unless a loaded state dict cast it to the parameter's) as PyTorch's ``t *= factor``
+    does, and return the new value as a Python float."""
+    t = state[key]
+    t._data[...] = t._data * factor  # a Python float keeps the array's dtype (NEP 50)
+    t._vc.value += 1
+    return float(t._data)

@@ -1,4 +1,5 @@
-"""optim.lr_scheduler: ``StepLR`` and ``CosineAnnealingLR`` (``torch.optim.lr_scheduler``).
+"""optim.lr_scheduler: the base class, ``StepLR`` and ``CosineAnnealingLR``
+(``torch.optim.lr_scheduler``); the other schedules are in ``optim.schedules``.
 
 Room: optim. Each ``step()`` advances ``last_epoch`` and writes the new rates into the
 optimizer's groups, using PyTorch's recursive formulas (each rate from the previous one),
@@ -30,10 +31,16 @@ class LRScheduler:
                                "resuming an optimizer")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        """The constructor's first step (``SequentialLR`` replays it at a milestone)."""
         self._step_count = 0
         self._is_initial = True
-        self.step()
-        self._is_initial = False
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def get_lr(self) -> list[float]:
         """The rates for ``last_epoch``, from the groups' current rates."""
@@ -49,12 +56,16 @@ class LRScheduler:
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to ``epoch``, closed form) and set the groups' rates."""
         self._step_count += 1
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None = None) -> None:
         if epoch is None:
             self.last_epoch += 1
             lrs = self.get_lr()
         else:
             self.last_epoch = epoch
-            lrs = self._get_closed_form_lr()
+            closed = type(self)._get_closed_form_lr is not LRScheduler._get_closed_form_lr
+            lrs = self._get_closed_form_lr() if closed else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, lrs):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
@@ -125,3 +136,8 @@ class CosineAnnealingLR(LRScheduler):
         return [self.eta_min + (base - self.eta_min)
                 * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for base in self.base_lrs]
+
+
+from numgrad.optim.schedules import (  # noqa: E402,F401  (they build on LRScheduler above)
+    LambdaLR, MultiStepLR, ExponentialLR, LinearLR, SequentialLR, ReduceLROnPlateau,
+    OneCycleLR)

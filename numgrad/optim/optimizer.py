@@ -175,6 +175,23 @@ class Optimizer:
                              for g, s in zip(self.param_groups, saved_groups)]
 
     # ---------------------------------------------------------------- helpers
+    def _stepping(self, group, buffers=()):
+        """``(param, grad, state, kernels)`` for each parameter of ``group`` that has a
+        gradient. A parameter's first step creates its state in PyTorch's order: a float32
+        0-d ``step``, then each of ``buffers`` (zeros like the parameter; ``mu_product``, a
+        float32 one)."""
+        from numgrad.optim.kernels import kernels_for, step_state, zeros_state
+        for p in group["params"]:
+            grad = self._grad_of(p, group)
+            if grad is None:
+                continue
+            state = self.state[p]
+            if not state:
+                state["step"] = step_state()
+                for name in buffers:
+                    state[name] = step_state(1.0) if name == "mu_product" else zeros_state(p)
+            yield p, grad, state, kernels_for(p)
+
     @staticmethod
     def _grad_of(p, group):
         g = p._grad

@@ -40,7 +40,8 @@ def _run(device, make_opt, steps=2):
     lambda ps: ng.optim.SGD(ps, lr=0.5, momentum=0.9, nesterov=True, weight_decay=0.01),
     lambda ps: ng.optim.Adam(ps, lr=0.1, amsgrad=True, weight_decay=0.01),
     lambda ps: ng.optim.AdamW(ps, lr=0.1),
-], ids=["sgd", "adam", "adamw"])
+    lambda ps: ng.optim.RMSprop(ps, lr=0.1, momentum=0.5, centered=True),
+], ids=["sgd", "adam", "adamw", "rmsprop"])
 def test_cuda_training_follows_the_cpu_path(make_opt):
     cpu_losses, cpu_params, _ = _run("cpu", make_opt)
     losses, params, opt = _run("cuda", make_opt)

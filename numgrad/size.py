@@ -1,0 +1,49 @@
+"""size: ``ng.Size``, the tuple ``Tensor.shape`` and ``Tensor.size()`` return (``torch.Size``).
+
+Room: leaf. Imports nothing. It prints as ``torch.Size([3, 28, 28])``: the text PyTorch
+programs print, and which tutorials' expected output shows, so a program whose import was
+renamed prints the same lines (numgrad's tensors likewise print ``tensor(...)``).
+"""
+from __future__ import annotations
+
+
+class Size(tuple):
+    """A tuple of dim sizes with ``numel()`` (``torch.Size``).
+
+    >>> ng.ones(3, 28, 28).shape
+    torch.Size([3, 28, 28])
+    >>> ng.Size([2, 3]).numel()
+    6
+    """
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        """The number of elements a tensor of this shape holds (1 for ``Size([])``)."""
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, key):
+        out = tuple.__getitem__(self, key)
+        return Size(out) if isinstance(key, slice) else out
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, other)) if isinstance(other, tuple) else NotImplemented
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self)) if isinstance(other, tuple) else NotImplemented
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def __repr__(self):
+        return f"torch.Size({list(self)!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
