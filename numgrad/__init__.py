@@ -6,7 +6,7 @@
 >>> x.grad[0]
 tensor(5.)
 """
-from numgrad.dtypes import dtype, float32, float64, int64, bool_ as bool  # noqa: A001
+from numgrad.dtypes import dtype, float32, float64, int64, int32, bool_ as bool  # noqa: A001
 from numgrad.grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,
                                inference_mode, is_inference_mode_enabled)
 from numgrad.tensor import Tensor, device
@@ -43,6 +43,7 @@ _keywords.install(globals())  # out= and axis= on the public functions, as PyTor
 float = float32  # noqa: A001  (PyTorch spells the default float dtype this way too)
 double = float64
 long = int64
+int = int32  # noqa: A001  (torch.int is int32)
 
 __version__ = "0.1.0"
 

@@ -150,7 +150,7 @@ def from_numpy(a: np.ndarray) -> Tensor:
     d = _dt.from_numpy_dtype(a.dtype)
     if d.np != a.dtype:
         raise TypeError(f"can't convert np.ndarray of type {a.dtype}. The only supported types "
-                        "are: float64, float32, int64 and bool.")
+                        "are: float64, float32, int64, int32 and bool.")
     return Tensor._make(a)
 
 

@@ -85,7 +85,7 @@ def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
     producer marked read-only is copied, since numgrad's tensors are writable.
 
     Raises TypeError for an object that is neither, or a dtype numgrad lacks (float32,
-    float64, int64 and bool are its dtypes); BufferError for a device it cannot reach, or
+    float64, int64, int32 and bool are its dtypes); BufferError for a device it cannot reach, or
     read-only memory with ``copy=False``.
 
     >>> import numpy as np
@@ -119,9 +119,9 @@ def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
 
 
 def _wrap(a: np.ndarray) -> Tensor:
-    if a.dtype not in (np.float32, np.float64, np.int64, np.bool_):
+    if a.dtype not in (np.float32, np.float64, np.int64, np.int32, np.bool_):
         raise TypeError(f"from_dlpack(): numgrad has no {a.dtype} dtype (its dtypes are "
-                        "float32, float64, int64 and bool); convert on the producer's side "
+                        "float32, float64, int64, int32 and bool); convert on the producer's side "
                         "first, e.g. t.double() or t.long()")
     return Tensor._make(a)
 

@@ -1,4 +1,4 @@
-"""dtypes: numgrad's four dtypes and PyTorch's type-promotion rule.
+"""dtypes: numgrad's dtypes (bool, int32, int64, float32, float64) and PyTorch's promotion.
 
 Room: leaf. Imports only NumPy.
 """
@@ -26,11 +26,12 @@ class dtype:
 
 
 bool_ = dtype("bool", np.bool_, 0)
-int64 = dtype("int64", np.int64, 1)
-float32 = dtype("float32", np.float32, 2)
-float64 = dtype("float64", np.float64, 3)
+int32 = dtype("int32", np.int32, 1)
+int64 = dtype("int64", np.int64, 2)
+float32 = dtype("float32", np.float32, 3)
+float64 = dtype("float64", np.float64, 4)
 
-_BY_NUMPY = {d.np: d for d in (bool_, int64, float32, float64)}
+_BY_NUMPY = {d.np: d for d in (bool_, int32, int64, float32, float64)}
 # NumPy dtypes without a numgrad twin widen to the nearest one, as torch.from_numpy
 # would refuse them; widening keeps every value exact.
 _WIDEN = {"i": int64, "u": int64, "f": float64, "b": bool_}
@@ -48,7 +49,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
     w = _WIDEN.get(np_dtype.kind)
     if w is None:
         raise TypeError(f"numgrad has no dtype for NumPy's {np_dtype}; use float32, float64, "
-                        "int64 or bool")
+                        "int64, int32 or bool")
     return w
 
 
@@ -100,4 +101,4 @@ def promote(dtypes_dims_scalars) -> dtype:
 
 
 def _category(d):
-    return 0 if d is bool_ else (1 if d is int64 else 2)
+    return 0 if d is bool_ else (1 if d.np.kind == "i" else 2)

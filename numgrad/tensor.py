@@ -502,7 +502,7 @@ class Tensor:
         return bool(a.reshape(()).item())
 
     def __index__(self):
-        if self.dtype is not _dt.int64 or self.numel() != 1:
+        if self.dtype.np.kind != "i" or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self._scalar("an index"))
 

@@ -197,7 +197,7 @@ _TYPE = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool
 
 
 def _category(d):
-    return 0 if d is _dt.bool_ else (1 if d is _dt.int64 else 2)
+    return 0 if d is _dt.bool_ else (1 if d.np.kind == "i" else 2)
 
 
 def fill_(self, value) -> Tensor:

@@ -135,7 +135,7 @@ def to(self, *args, **kwargs) -> Tensor:
 def _missing_dtype(method, torch_dtype, instead):
     def convert(self, memory_format=None):
         raise TypeError(f"Tensor.{method}() converts to {torch_dtype}, which numgrad does not "
-                        f"have (its dtypes are float32, float64, int64 and bool); use "
+                        f"have (its dtypes are float32, float64, int64, int32 and bool); use "
                         f".{instead}() instead")
     convert.__name__ = method
     convert.__doc__ = (f"PyTorch's ``Tensor.{method}()`` ({torch_dtype}); numgrad has no such "
@@ -283,6 +283,11 @@ def _long(self):
     return to(self, _dt.int64)
 
 
+def _int(self):
+    """An int32 copy (``torch.Tensor.int``); integers carry no gradient."""
+    return to(self, _dt.int32)
+
+
 def _bool(self):
     """A bool copy (``torch.Tensor.bool``); bools carry no gradient."""
     return to(self, _dt.bool_)
@@ -356,10 +361,10 @@ _METHODS = {
     "broadcast_to": L.broadcast_to, "transpose": L.transpose, "permute": L.permute, "t": L.t,
     "T": property(_T), "mT": property(_mT),
     # conversion
-    "to": to, "float": _float, "double": _double, "long": _long, "bool": _bool,
+    "to": to, "float": _float, "double": _double, "long": _long, "int": _int, "bool": _bool,
     "type_as": _type_as, "cpu": _cpu, "cuda": _cuda,
     **{m: _missing_dtype(m, d, i) for m, d, i in (
-        ("int", "int32", "long"), ("short", "int16", "long"), ("char", "int8", "long"),
+        ("short", "int16", "long"), ("char", "int8", "long"),
         ("byte", "uint8", "long"), ("half", "float16", "float"),
         ("bfloat16", "bfloat16", "float"))},
     # in-place

@@ -23,7 +23,7 @@ class Spell:
         if dtype == np.bool_:
             return "True" if bool(value) else "False"
         if dtype.kind in "iu":
-            return f"np.int64({int(value)})"
+            return f"np.{dtype.name}({int(value)})"
         v = float(value)
         if math.isnan(v):
             return f"np.{dtype.name}({self.consts}.nan)"

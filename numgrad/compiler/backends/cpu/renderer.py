@@ -33,7 +33,8 @@ from numgrad.compiler.backends.spelling import Spell
 from numgrad.compiler.schedule import PARALLEL_CHUNKS, Alias, Reduce
 from numgrad.compiler.schedule import _size
 
-_NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
+_NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "int32": "int32",
+             "bool": "boolean"}
 
 
 # --------------------------------------------------------------- spelling

@@ -22,7 +22,7 @@ from numgrad.compiler.backends.cuda import device as cuda_device
 from numgrad.compiler.backends.cuda import allocator
 from numgrad.tensor import device as _device
 
-_KINDS = {"float32", "float64", "int64", "bool"}
+_KINDS = {"float32", "float64", "int64", "int32", "bool"}
 
 
 class _Flags:
@@ -203,7 +203,7 @@ def to_device(a, device):
     if not a.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
         a = a.copy(order="C")
     if a.dtype.name not in _KINDS:
-        raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64 or bool, not "
+        raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64, int32 or bool, not "
                         f"{a.dtype}")
     flat = a.reshape(-1) if a.size else np.zeros(1, a.dtype)
     out = empty(a.shape, a.dtype, _device("cuda", index))
@@ -217,7 +217,7 @@ def from_interface(obj):
     shape = tuple(cai["shape"])
     dtype = np.dtype(cai["typestr"])
     if dtype.name not in _KINDS:
-        raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64 or bool, not {dtype}")
+        raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64, int32 or bool, not {dtype}")
     strides = cai.get("strides")
     if strides is not None and tuple(strides) != c_strides(shape, dtype.itemsize):
         raise ValueError("numgrad wraps C-contiguous CUDA arrays only; make the array "

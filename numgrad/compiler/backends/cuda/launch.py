@@ -67,7 +67,8 @@ def _handle(disp, grid, block):
 
 
 # How numba-cuda passes a scalar argument of each type (``_Kernel._prepare_args``).
-_CTYPES = {"int64": ctypes.c_int64, "float64": ctypes.c_double, "float32": ctypes.c_float}
+_CTYPES = {"int64": ctypes.c_int64, "int32": ctypes.c_int32, "float64": ctypes.c_double,
+           "float32": ctypes.c_float}
 
 
 class Value:

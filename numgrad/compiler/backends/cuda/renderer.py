@@ -56,7 +56,8 @@ from numgrad.compiler.backends.cuda.matmul_kernel import matmul_dims
 from numgrad.compiler.backends.spelling import Spell
 from numgrad.compiler.schedule import Alias, HostStep, Loop, Reduce, _size
 
-_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "bool": "boolean"}
+_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "int32": "int32",
+          "bool": "boolean"}
 
 
 class KernelLog:
@@ -502,7 +503,7 @@ def _transposes_into_matmuls(sched):
 
 
 HEADER = ("import math\nimport numpy as np\n"
-          "from numba import cuda, float32, float64, int64, boolean  # noqa: F401\n"
+          "from numba import cuda, float32, float64, int64, int32, boolean  # noqa: F401\n"
           "from numgrad.compiler.backends.cuda.scalar import *  # noqa: F403\n")
 
 
