@@ -9,3 +9,4 @@ from numgrad.nn.containers import Sequential, ModuleList, ModuleDict  # noqa: F4
 from numgrad.nn.layers import Identity, Linear, Embedding, LayerNorm, Dropout  # noqa: F401
 from numgrad.nn.activation import ReLU, Tanh, Sigmoid, GELU, Softmax, LogSoftmax  # noqa: F401
 from numgrad.nn.loss import MSELoss, CrossEntropyLoss  # noqa: F401
+from numgrad.nn.rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401,E501
