@@ -10,3 +10,5 @@ from numgrad.nn.layers import Identity, Linear, Embedding, LayerNorm, Dropout  #
 from numgrad.nn.activation import ReLU, Tanh, Sigmoid, GELU, Softmax, LogSoftmax  # noqa: F401
 from numgrad.nn.loss import MSELoss, CrossEntropyLoss  # noqa: F401
 from numgrad.nn.rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401,E501
+from numgrad.nn.attention import (MultiheadAttention, TransformerEncoderLayer,  # noqa: F401
+                                  TransformerEncoder)

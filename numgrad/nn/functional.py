@@ -350,3 +350,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
         pad = ops.unsqueeze(flat == padding_idx, 1)
         rows = ops.where(pad, rows.detach(), rows)  # same values, no gradient there
     return ops.reshape(rows, tuple(input.shape) + (weight.shape[1],))
+
+
+# ------------------------------------------------- attention
+from numgrad.nn.attention import scaled_dot_product_attention  # noqa: E402,F401
