@@ -249,11 +249,6 @@ class RNN(RNNBase):
         super().__init__(_nonlinearity_mode(nonlinearity), input_size, hidden_size, num_layers,
                          bias, batch_first, dropout, bidirectional, 0, device, dtype)
 
-    def extra_repr(self) -> str:
-        """As RNNBase's, plus ``nonlinearity`` when it is not tanh."""
-        s = super().extra_repr()
-        return s if self.nonlinearity == "tanh" else s + f", nonlinearity={self.nonlinearity}"
-
 
 class LSTM(RNNBase):
     """Long short-term memory over ``num_layers`` stacked layers (``torch.nn.LSTM``); returns
@@ -370,11 +365,14 @@ class RNNCell(RNNCellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  nonlinearity: str = "tanh", device=None, dtype=None):
         self.nonlinearity = nonlinearity
-        super().__init__(_nonlinearity_mode(nonlinearity), input_size, hidden_size, bias,
-                         device, dtype)
+        # PyTorch checks the name only when the cell runs (RuntimeError then).
+        super().__init__("RNN_RELU" if nonlinearity == "relu" else "RNN_TANH", input_size,
+                         hidden_size, bias, device, dtype)
 
     def forward(self, input, hx=None):
         """The next hidden state (zeros when ``hx`` is None)."""
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         return self._run(input, None if hx is None else [hx])[0]
 
 
