@@ -32,11 +32,11 @@ def _sync_weights(module_cls, to_numpy, load, records):
     """Patch ``module_cls.__call__`` so that each outermost module's first call records
     (``load`` None) or loads (``load`` given) the next state_dict of ``records``."""
     original = module_cls.__call__
-    seen, depth, count = set(), [0], [0]
+    seen, depth, count = {}, [0], [0]  # seen holds the modules so that no id is reused
 
     def call(self, *args, **kwargs):
         if depth[0] == 0 and id(self) not in seen:
-            seen.add(id(self))
+            seen[id(self)] = self
             if load is None:
                 records.append({k: to_numpy(v) for k, v in self.state_dict().items()})
             else:
