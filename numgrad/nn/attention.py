@@ -51,7 +51,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     ``is_causal`` applies the lower-triangular mask; ``dropout_p`` drops attention weights.
 
     >>> q = ng.ones(1, 2, 4)
-    >>> ng.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).shape
+    >>> out = ng.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    >>> tuple(out.shape)
     (1, 2, 4)
 
     Raises RuntimeError when both ``attn_mask`` and ``is_causal`` are given.
@@ -88,7 +89,7 @@ class MultiheadAttention(Module):
     >>> mha = ng.nn.MultiheadAttention(4, 2, batch_first=True)
     >>> x = ng.randn(3, 5, 4)
     >>> out, w = mha(x, x, x)
-    >>> out.shape, w.shape
+    >>> tuple(out.shape), tuple(w.shape)
     ((3, 5, 4), (3, 5, 5))
 
     Raises AssertionError when ``embed_dim`` is not divisible by ``num_heads``.
@@ -255,7 +256,7 @@ class TransformerEncoderLayer(Module):
     LayerNorm (after, or before with ``norm_first``) (``torch.nn.TransformerEncoderLayer``).
 
     >>> layer = ng.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16)
-    >>> layer(ng.randn(5, 3, 8)).shape
+    >>> tuple(layer(ng.randn(5, 3, 8)).shape)
     (5, 3, 8)
     """
 
@@ -300,7 +301,8 @@ class TransformerEncoder(Module):
     (``torch.nn.TransformerEncoder``).
 
     >>> layer = ng.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
-    >>> ng.nn.TransformerEncoder(layer, num_layers=2)(ng.randn(3, 5, 8)).shape
+    >>> encoder = ng.nn.TransformerEncoder(layer, num_layers=2)
+    >>> tuple(encoder(ng.randn(3, 5, 8)).shape)
     (3, 5, 8)
     """
 

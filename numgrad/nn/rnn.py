@@ -238,7 +238,7 @@ class RNN(RNNBase):
 
     >>> rnn = ng.nn.RNN(3, 4, num_layers=2)
     >>> out, h_n = rnn(ng.randn(5, 2, 3))
-    >>> out.shape, h_n.shape
+    >>> tuple(out.shape), tuple(h_n.shape)
     ((5, 2, 4), (2, 2, 4))
     """
 
@@ -256,7 +256,7 @@ class LSTM(RNNBase):
 
     >>> lstm = ng.nn.LSTM(3, 4, batch_first=True)
     >>> out, (h_n, c_n) = lstm(ng.randn(2, 5, 3))
-    >>> out.shape, c_n.shape
+    >>> tuple(out.shape), tuple(c_n.shape)
     ((2, 5, 4), (1, 2, 4))
     """
 
@@ -273,7 +273,7 @@ class GRU(RNNBase):
 
     >>> gru = ng.nn.GRU(3, 4, bidirectional=True)
     >>> out, h_n = gru(ng.randn(5, 2, 3))
-    >>> out.shape, h_n.shape
+    >>> tuple(out.shape), tuple(h_n.shape)
     ((5, 2, 8), (2, 2, 4))
     """
 
@@ -358,7 +358,7 @@ class RNNCell(RNNCellBase):
     """One Elman step ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (``torch.nn.RNNCell``).
 
     >>> cell = ng.nn.RNNCell(3, 4)
-    >>> cell(ng.randn(2, 3)).shape
+    >>> tuple(cell(ng.randn(2, 3)).shape)
     (2, 4)
     """
 
@@ -381,7 +381,7 @@ class LSTMCell(RNNCellBase):
 
     >>> cell = ng.nn.LSTMCell(3, 4)
     >>> h, c = cell(ng.randn(2, 3))
-    >>> h.shape, c.shape
+    >>> tuple(h.shape), tuple(c.shape)
     ((2, 4), (2, 4))
     """
 
@@ -398,7 +398,7 @@ class GRUCell(RNNCellBase):
     """One GRU step (``torch.nn.GRUCell``).
 
     >>> cell = ng.nn.GRUCell(3, 4)
-    >>> cell(ng.randn(3), ng.zeros(4)).shape
+    >>> tuple(cell(ng.randn(3), ng.zeros(4)).shape)
     (4,)
     """
 

@@ -219,3 +219,13 @@ def test_pad_sequence_matches_torch(kw):
         np.testing.assert_array_equal(_np(s.grad), 2 * np.ones(s.shape))
     with pytest.raises(RuntimeError, match="Expected padding_side to be one of left or right"):
         nn.utils.rnn.pad_sequence(seqs, padding_side="middle")
+
+
+@pytest.mark.parametrize("name", ["numgrad.nn.rnn", "numgrad.nn.attention",
+                                  "numgrad.nn.utils.rnn"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), extraglobs={"ng": ng},
+                             optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
