@@ -45,7 +45,7 @@ def numgrad_systems(w, x, y):
     import numgrad as ng
     from numgrad import ops
     from numgrad.nn import functional as F
-    from numgrad.nn.rnn import _input_proj, _lstm_step
+    from numgrad.nn.rnn import _sequence
 
     lstm = ng.nn.LSTM(INPUT, HIDDEN)
     lstm.load_state_dict({k: ng.from_numpy(v) for k, v in w.items()})
@@ -57,11 +57,8 @@ def numgrad_systems(w, x, y):
 
     def loss_of_weights(w_ih, w_hh, b_ih, b_hh, X, Y):
         # nn.LSTM's own recurrence, with the weights as arguments for value_and_grad.
-        h = c = ng.zeros(BATCH, HIDDEN)
-        outs = []
-        for gi in ops.unbind(_input_proj(X, w_ih, b_ih), 0):
-            h, c = _lstm_step(gi, h, c, w_hh, b_hh)
-            outs.append(h)
+        h0 = ng.zeros(BATCH, HIDDEN)
+        outs, _, _ = _sequence("LSTM", X, w_ih, w_hh, b_ih, b_hh, h0, h0)
         return F.mse_loss(ops.stack(outs, 0), Y)
 
     jitted = ng.jit(loss)

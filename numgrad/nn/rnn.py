@@ -14,15 +14,10 @@ import warnings
 
 from numgrad import creation, ops
 from numgrad.nn import functional as F, init
+from numgrad.nn.layers import _param
 from numgrad.nn.module import Module
-from numgrad.nn.parameter import Parameter
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
-
-
-def _param(*shape, device=None, dtype=None):
-    t = creation.empty(*shape, dtype=dtype)
-    return Parameter(t if device is None else t.to(device))
 
 
 def _nonlinearity_mode(nonlinearity):
@@ -38,15 +33,17 @@ def _zeros_like_state(ref, shape):
     return z if ref.device.type == "cpu" else z.to(ref.device)
 
 
-def _step(mode, gi, h, c, w_hh, b_hh):
-    """One recurrence step from the precomputed input projection ``gi`` (B, G*H); returns
-    ``(h', c')`` (``c`` is None except for LSTM). Gate order is PyTorch's: LSTM i, f, g, o;
-    GRU r, z, n."""
-    if mode == "LSTM":
-        return _lstm_step(gi, h, c, w_hh, b_hh)
-    gh = ops.matmul(h, ops.t(w_hh))
+def _step(mode, gi, h, c, w_hh_t, b_hh):
+    """One recurrence step from the precomputed input projection ``gi`` (B, G*H) and the
+    transposed hidden weight; returns ``(h', c')`` (``c`` is None except for LSTM). Gate order
+    is PyTorch's: LSTM i, f, g, o; GRU r, z, n."""
+    gh = ops.matmul(h, w_hh_t)
     if b_hh is not None:
         gh = gh + b_hh
+    if mode == "LSTM":
+        i, f, g, o = ops.chunk(gi + gh, 4, -1)
+        c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
+        return ops.sigmoid(o) * ops.tanh(c), c
     if mode == "GRU":
         i_r, i_z, i_n = ops.chunk(gi, 3, -1)
         h_r, h_z, h_n = ops.chunk(gh, 3, -1)
@@ -61,6 +58,25 @@ def _step(mode, gi, h, c, w_hh, b_hh):
 def _input_proj(x, w_ih, b_ih):
     g = ops.matmul(x, ops.t(w_ih))
     return g if b_ih is None else g + b_ih
+
+
+def _sequence(mode, x, w_ih, w_hh, b_ih, b_hh, h, c=None, reverse=False):
+    """One direction of one layer over ``x`` (L, B, H_in) from state ``(h, c)``; returns the
+    list of the L hidden states in time order and the final ``(h, c)``.
+
+    The input projection of all steps is one matmul. Except in a GRU (whose ``b_hn`` sits
+    inside ``r * (...)``) the hidden bias is added to it there too, once instead of per step.
+    """
+    proj = _input_proj(x, w_ih, b_ih)
+    if b_hh is not None and mode != "GRU":
+        proj, b_hh = proj + b_hh, None
+    steps = ops.unbind(proj, 0)
+    w_hh_t = ops.t(w_hh)
+    seq = [None] * len(steps)
+    for t in (range(len(steps) - 1, -1, -1) if reverse else range(len(steps))):
+        h, c = _step(mode, steps[t], h, c, w_hh_t, b_hh)
+        seq[t] = h
+    return seq, h, c
 
 
 class RNNBase(Module):
@@ -181,15 +197,8 @@ class RNNBase(Module):
             outs = []
             for d in range(num_directions):
                 k = layer * num_directions + d
-                w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
-                steps = ops.unbind(_input_proj(x, w_ih, b_ih), 0)
-                h = h_list[k]
-                c = c_list[k] if lstm else None
-                seq = [None] * len(steps)
-                order = range(len(steps) - 1, -1, -1) if d == 1 else range(len(steps))
-                for t in order:
-                    h, c = _step(self.mode, steps[t], h, c, w_hh, b_hh)
-                    seq[t] = h
+                seq, h, c = _sequence(self.mode, x, *self._layer_params(layer, d), h_list[k],
+                                      c_list[k] if lstm else None, reverse=d == 1)
                 outs.append(ops.stack(seq, 0) if seq else ops.narrow(ops.unsqueeze(h, 0), 0, 0, 0))
                 h_n.append(h)
                 c_n.append(c)
@@ -221,15 +230,6 @@ class RNNBase(Module):
         if self.bidirectional is not False:
             s += f", bidirectional={self.bidirectional}"
         return s
-
-
-def _lstm_step(gi, h, c, w_hh, b_hh):
-    gates = gi + ops.matmul(h, ops.t(w_hh))
-    if b_hh is not None:
-        gates = gates + b_hh
-    i, f, g, o = ops.chunk(gates, 4, -1)
-    c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
-    return ops.sigmoid(o) * ops.tanh(c), c
 
 
 class RNN(RNNBase):
@@ -339,8 +339,8 @@ class RNNCellBase(Module):
         lstm = self.mode == "LSTM"
         input, states, batched = self._prepare(input, hx, 2 if lstm else 1)
         gi = _input_proj(input, self.weight_ih, self.bias_ih)
-        out = _step(self.mode, gi, states[0], states[1] if lstm else None, self.weight_hh,
-                    self.bias_hh)
+        out = _step(self.mode, gi, states[0], states[1] if lstm else None,
+                    ops.t(self.weight_hh), self.bias_hh)
         out = out if lstm else out[:1]
         return out if batched else tuple(ops.squeeze(o, 0) for o in out)
 

@@ -4,7 +4,6 @@ same numbers to a float32 training tolerance."""
 from __future__ import annotations
 
 import pathlib
-import re
 
 import numpy as np
 import pytest
