@@ -134,6 +134,17 @@ class RNNBase(Module):
         for p in self.parameters():
             init.uniform_(p, -stdv, stdv)
 
+    def flatten_parameters(self) -> None:
+        """Nothing to do: PyTorch packs the weights into one buffer for cuDNN; numgrad keeps
+        no such buffer, so calling this (as PyTorch programs do) changes nothing."""
+
+    @property
+    def all_weights(self) -> list:
+        """The parameters of each layer and direction, ``[[w_ih, w_hh, b_ih, b_hh], ...]``."""
+        per = 4 if self.bias else 2
+        flat = [getattr(self, n) for n in self._flat_weights_names]
+        return [flat[k:k + per] for k in range(0, len(flat), per)]
+
     def _layer_params(self, layer, direction):
         suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
         get = lambda n: getattr(self, n + suffix) if self.bias or "weight" in n else None  # noqa

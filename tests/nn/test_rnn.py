@@ -112,6 +112,10 @@ def test_parameter_names_shapes_and_init_follow_torch():
         assert [(n, tuple(p.shape)) for n, p in t.named_parameters()] == \
             [(n, p.shape) for n, p in m.named_parameters()]
         assert repr(m) == repr(t)
+    t, m = torch.nn.GRU(3, 5, num_layers=2, bias=False), nn.GRU(3, 5, num_layers=2, bias=False)
+    m.flatten_parameters()
+    assert [[tuple(p.shape) for p in ps] for ps in t.all_weights] == \
+        [[p.shape for p in ps] for ps in m.all_weights]
     bound = 1 / math.sqrt(5)
     ng.manual_seed(0)
     w = np.concatenate([_np(p).ravel() for p in nn.GRU(3, 5, num_layers=2).parameters()])
