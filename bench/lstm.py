@@ -58,7 +58,7 @@ def numgrad_systems(w, x, y):
     def loss_of_weights(w_ih, w_hh, b_ih, b_hh, X, Y):
         # nn.LSTM's own recurrence, with the weights as arguments for value_and_grad.
         h0 = ng.zeros(BATCH, HIDDEN)
-        outs, _, _ = _sequence("LSTM", X, w_ih, w_hh, b_ih, b_hh, h0, h0)
+        outs, _, _ = _sequence("LSTM", ops.unbind(X, 0), w_ih, w_hh, b_ih, b_hh, h0, h0)
         return F.mse_loss(ops.stack(outs, 0), Y)
 
     jitted = ng.jit(loss)

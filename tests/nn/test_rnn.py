@@ -152,6 +152,7 @@ def _error(fn):
     lambda lib: lib.nn.LSTMCell(3, 5)(lib.zeros(2, 3), (lib.zeros(3, 5), lib.zeros(3, 5))),
     lambda lib: lib.nn.RNNCell(3, 5)(lib.zeros(2, 3), lib.zeros(2, 5, 1)),
     lambda lib: lib.nn.RNNCell(3, 5, nonlinearity="x")(lib.zeros(2, 3)),
+    lambda lib: lib.nn.LSTM(3, 5)(lib.zeros(0, 2, 3)),
 ])
 def test_errors_match_torch(call):
     want = _error(lambda: call(torch))
