@@ -1,9 +1,8 @@
 """nn.rnn: ``RNN``, ``LSTM``, ``GRU`` and their cells (``torch.nn``).
 
-Room: nn. Every step is plain numgrad ops (matmul, sigmoid, tanh, stack), so gradients, double
-backward and the ``@ng.jit`` form (CPU and CUDA) come from the primitives' rules. The input
-projection of a whole layer is one matmul over all time steps; only the hidden projection runs
-step by step. Parameter names, shapes, order and the U(-1/sqrt(H), 1/sqrt(H)) initialisation
+Room: nn. Every step is plain numgrad ops (matmul, sigmoid, tanh, chunk, stack), so gradients,
+double backward and the ``@ng.jit`` form (CPU and CUDA; unrolled over the sequence) come from
+the primitives' rules. Parameter names, shapes, order and the U(-1/sqrt(H), 1/sqrt(H)) initialisation
 are PyTorch's, so a torch ``state_dict`` loads unchanged.
 """
 from __future__ import annotations
