@@ -20,3 +20,6 @@ from numgrad.nn.activation_extra import LeakyReLU, ELU, SiLU, Softplus, Hardtanh
 from numgrad.nn.loss_extra import (  # noqa: F401
     NLLLoss, BCELoss, BCEWithLogitsLoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss,
 )
+from numgrad.nn.rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401,E501
+from numgrad.nn.attention import (MultiheadAttention, TransformerEncoderLayer,  # noqa: F401
+                                  TransformerEncoder)

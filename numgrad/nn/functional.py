@@ -393,3 +393,5 @@ from numgrad.nn.functional_conv import (  # noqa: E402,F401
 from numgrad.nn.functional_norm import (  # noqa: E402,F401
     batch_norm, group_norm, dropout1d, dropout2d, hardtanh, huber_loss, kl_div,
 )
+# ------------------------------------------------- attention
+from numgrad.nn.attention import scaled_dot_product_attention  # noqa: E402,F401

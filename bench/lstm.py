@@ -1,0 +1,173 @@
+"""A 1-layer LSTM training step (input 128, hidden 128, sequence 35, batch 20, float32, one
+thread): forward, mean squared error against a target, the gradients of all four parameters.
+
+Systems, all from the same weights and data, timed in one run so the ratios are comparable:
+numgrad eager (``nn.LSTM`` + ``.backward()``), numgrad jit (the loss under ``@ng.jit``, then
+``.backward()``), numgrad jit v&g (``ng.jit(ng.value_and_grad(...))`` of the same loss written
+over the weights), torch eager and torch.compile. Each gradient is checked against torch eager's
+before timing. Prints a table of median step times and ratios to torch eager, and writes a
+plot::
+
+    python bench/lstm.py                     # bench/results/lstm.png, bench/results/lstm.txt
+    python bench/lstm.py --rounds 50 --no-compile --out /tmp/lstm.png
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.common import pin_threads  # noqa: E402
+
+SEQ, BATCH, INPUT, HIDDEN = 35, 20, 128, 128
+NAMES = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
+
+
+def make_data():
+    import numpy as np
+    rng = np.random.default_rng(0)
+    bound = 1 / np.sqrt(HIDDEN)
+    f32 = np.float32
+    w = {"weight_ih_l0": rng.uniform(-bound, bound, (4 * HIDDEN, INPUT)).astype(f32),
+         "weight_hh_l0": rng.uniform(-bound, bound, (4 * HIDDEN, HIDDEN)).astype(f32),
+         "bias_ih_l0": rng.uniform(-bound, bound, 4 * HIDDEN).astype(f32),
+         "bias_hh_l0": rng.uniform(-bound, bound, 4 * HIDDEN).astype(f32)}
+    x = rng.standard_normal((SEQ, BATCH, INPUT)).astype(f32)
+    y = rng.standard_normal((SEQ, BATCH, HIDDEN)).astype(f32)
+    return w, x, y
+
+
+def numgrad_systems(w, x, y):
+    import numgrad as ng
+    from numgrad import ops
+    from numgrad.nn import functional as F
+    from numgrad.nn.rnn import _sequence
+
+    lstm = ng.nn.LSTM(INPUT, HIDDEN)
+    lstm.load_state_dict({k: ng.from_numpy(v) for k, v in w.items()})
+    X, Y = ng.from_numpy(x), ng.from_numpy(y)
+    params = [getattr(lstm, n) for n in NAMES]
+
+    def loss(X, Y):
+        return F.mse_loss(lstm(X)[0], Y)
+
+    def loss_of_weights(w_ih, w_hh, b_ih, b_hh, X, Y):
+        # nn.LSTM's own recurrence, with the weights as arguments for value_and_grad.
+        h0 = ng.zeros(BATCH, HIDDEN)
+        outs, _, _ = _sequence("LSTM", ops.unbind(X, 0), w_ih, w_hh, b_ih, b_hh, h0, h0)
+        return F.mse_loss(ops.stack(outs, 0), Y)
+
+    jitted = ng.jit(loss)
+    vg = ng.jit(ng.value_and_grad(loss_of_weights, argnums=(0, 1, 2, 3)))
+
+    def backward_step(f):
+        def step():
+            for p in params:
+                p.grad = None
+            out = f(X, Y)
+            out.backward()
+            return [p.grad.numpy() for p in params]
+        return step
+
+    def vg_step():
+        _, grads = vg(*[p.detach() for p in params], X, Y)
+        return [g.numpy() for g in grads]
+
+    return {"numgrad eager": backward_step(loss), "numgrad jit": backward_step(jitted),
+            "numgrad jit v&g": vg_step}
+
+
+def torch_systems(w, x, y, compile_too):
+    import torch
+    lstm = torch.nn.LSTM(INPUT, HIDDEN)
+    lstm.load_state_dict({k: torch.from_numpy(v) for k, v in w.items()})
+    X, Y = torch.from_numpy(x), torch.from_numpy(y)
+    params = [getattr(lstm, n) for n in NAMES]
+
+    def grads():
+        loss = torch.nn.functional.mse_loss(lstm(X)[0], Y)
+        return torch.autograd.grad(loss, params)
+
+    systems = {"torch eager": lambda: [g.numpy() for g in grads()]}
+    if compile_too:
+        torch._dynamo.reset()
+        compiled = torch.compile(grads, dynamic=False)
+        systems["torch.compile"] = lambda: [g.numpy() for g in compiled()]
+    return systems
+
+
+def time_step(step, rounds, warmup=3):
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--out", default=os.path.join("bench", "results", "lstm.png"))
+    args = ap.parse_args(argv)
+    info = pin_threads(1)
+    import numpy as np
+    w, x, y = make_data()
+    systems = torch_systems(w, x, y, not args.no_compile)
+    systems.update(numgrad_systems(w, x, y))
+    want = systems["torch eager"]()
+    results = {}
+    for name, step in systems.items():
+        try:
+            got = step()
+            err = max(float(np.max(np.abs(a - b)) / (np.max(np.abs(b)) + 1e-30))
+                      for a, b in zip(got, want))
+            if err > 1e-4:
+                raise AssertionError(f"gradients differ from torch eager's (rel err {err:.1e})")
+            results[name] = time_step(step, args.rounds)
+        except Exception as e:  # noqa: BLE001 - one system failing must not hide the rest
+            results[name] = f"error: {type(e).__name__}: {str(e).splitlines()[0][:80]}"
+    base = results["torch eager"]
+    lines = [f"LSTM step: seq {SEQ}, batch {BATCH}, input {INPUT}, hidden {HIDDEN}, float32, "
+             f"threads {info['threads']} (median of {args.rounds})",
+             f"{'system':<18}{'ms/step':>10}{'x torch eager':>15}"]
+    for name, t in results.items():
+        if isinstance(t, str):
+            lines.append(f"{name:<18}{t}")
+        else:
+            lines.append(f"{name:<18}{t * 1e3:>10.2f}{t / base:>15.2f}")
+    text = "\n".join(lines)
+    print(text)
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(os.path.splitext(args.out)[0] + ".txt", "w") as fh:
+        fh.write(text + "\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        ok = {k: v for k, v in results.items() if not isinstance(v, str)}
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        ax.barh(list(ok), [v * 1e3 for v in ok.values()],
+                color=["tab:orange" if k.startswith("torch") else "tab:blue" for k in ok])
+        for i, v in enumerate(ok.values()):
+            ax.text(v * 1e3, i, f" {v / base:.2f}x", va="center")
+        ax.invert_yaxis()
+        ax.set_xlabel("ms per training step (lower is better)")
+        ax.set_title(f"1-layer LSTM, hidden {HIDDEN}, seq {SEQ}, batch {BATCH}, 1 thread")
+        fig.tight_layout()
+        fig.savefig(args.out, dpi=100)
+        print(f"plot: {args.out}")
+    except ImportError:
+        print("matplotlib not installed: no plot")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
