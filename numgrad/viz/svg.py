@@ -345,7 +345,7 @@ def html_box(svg):
     """The SVG for a notebook: at its own size in a box that scrolls sideways, since
     notebooks shrink a wide picture to their width (and its text with it) otherwise."""
     return ('<div style="overflow-x:auto">'
-            + svg.replace("<svg ", '<svg style="max-width:none;height:auto" ', 1) + "</div>")
+            + svg.replace("<svg ", '<svg style="max-width:none" ', 1) + "</div>")
 
 
 def _row_runs(cells):
