@@ -178,13 +178,14 @@ class SavedTensor:
     """
 
     __slots__ = ("_tensor", "_data", "_vc", "_version", "_output_nr", "_freed",
-                 "_requires_grad", "_packed")
+                 "_requires_grad", "_packed", "_was")
 
     def __init__(self, t: Tensor, is_output: bool = False):
         self._vc = t._vc
         self._version = t._vc.value
         self._freed = False
         self._packed = None
+        self._was = None  # once freed: a weak reference to the saved input, for pictures
         if _SAVED_HOOKS:  # saved_tensors_hooks: keep what the pack hook made, not the tensor
             self._tensor = self._data = None
             self._output_nr = t._output_nr
@@ -254,6 +255,8 @@ class SavedTensor:
 
     def free(self):
         self._freed = True
+        if self._tensor is not None:  # a picture still names what was saved (viz.graph)
+            self._was = weakref.ref(self._tensor)
         self._tensor = None
         self._data = None
         self._packed = None

@@ -60,7 +60,10 @@ def _saved(node):
                     continue
                 data = one._data if one._tensor is None else getattr(one._tensor, "_data", None)
                 if one._freed:
-                    state = "freed"   # by a backward without retain_graph
+                    # by a backward without retain_graph; the input it held keeps its name
+                    was = one._was() if one._was is not None else None
+                    out.append((was, "freed", one._was is None))
+                    continue
                 elif one._vc.value != one._version:
                     state = f"modified: v{one._vc.value}, saved v{one._version}"
                 else:
@@ -74,9 +77,14 @@ def _saved(node):
 
 def _saved_label(node, tensor, own_output, state, label_of, named):
     """What a saved tensor is called: the user's name where ``names`` gave one, else what
-    made it (never the derivative rule's parameter name, which the user never wrote)."""
-    if state in ("index", "freed"):
-        return "saved: index" if state == "index" else "saved tensor"  # a freed one is gone
+    made it (never the derivative rule's parameter name, which the user never wrote); a
+    freed one keeps that name, marked ``(freed)``."""
+    if state == "index":
+        return "saved: index"
+    if state == "freed":
+        if tensor is None and not own_output:
+            return "saved tensor (freed)"  # its tensor is gone too: nothing names it
+        return _saved_label(node, tensor, own_output, None, label_of, named) + " (freed)"
     if own_output:
         return f"saved {named[id(node)]}" if id(node) in named else f"saved: {_op(node)} output"
     if tensor is None:

@@ -93,3 +93,15 @@ def test_source_renders_in_a_monospace_font():
     html = SourceText([("forward program", "def f(x):\n    return x\n")])._repr_html_()
     styles = re.findall(r'<pre style="([^"]*)"', html)
     assert styles and all("font-family:" in s and "monospace" in s for s in styles)
+
+
+def test_a_freed_saved_tensor_keeps_its_name():
+    import numgrad as ng
+    x = ng.tensor([1., 2.], requires_grad=True)
+    y = x.sin()
+    z = (y * x).sum()
+    before = sorted(n.label for n in ng.viz.graph(z, names={"x": x, "y": y}).nodes
+                    if n.kind == "saved")
+    z.backward()  # frees what the nodes saved
+    after = [n for n in ng.viz.graph(z, names={"x": x, "y": y}).nodes if n.kind == "freed"]
+    assert sorted(n.label for n in after) == [f"{label} (freed)" for label in before]
