@@ -107,7 +107,7 @@ def stack_module_state(models):
     >>> ms = [ng.nn.Linear(2, 3) for _ in range(4)]
     >>> params, buffers = ng.func.stack_module_state(ms)
     >>> params["weight"].shape
-    (4, 3, 2)
+    torch.Size([4, 3, 2])
     """
     from numgrad.ops.layout import stack
     models = list(models)

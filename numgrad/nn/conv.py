@@ -105,7 +105,7 @@ class Conv1d(_ConvNd):
     """1-D convolution over ``(N, C_in, L)`` (``torch.nn.Conv1d``).
 
     >>> ng.nn.Conv1d(2, 3, 3)(ng.ones(1, 2, 5)).shape
-    (1, 3, 3)
+    torch.Size([1, 3, 3])
     """
     _n = 1
     _fn = F.conv1d
@@ -123,7 +123,7 @@ class Conv2d(_ConvNd):
     "reflect", "replicate", "circular").
 
     >>> ng.nn.Conv2d(1, 6, 5)(ng.ones(2, 1, 28, 28)).shape
-    (2, 6, 24, 24)
+    torch.Size([2, 6, 24, 24])
 
     Raises ValueError when the channels are not divisible by ``groups``.
     """
@@ -141,7 +141,7 @@ class ConvTranspose2d(_ConvNd):
     ``(C_in, C_out / groups, kH, kW)``.
 
     >>> ng.nn.ConvTranspose2d(2, 3, 3, stride=2)(ng.ones(1, 2, 4, 4)).shape
-    (1, 3, 9, 9)
+    torch.Size([1, 3, 9, 9])
     """
     _transposed = True
 

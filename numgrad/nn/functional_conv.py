@@ -223,7 +223,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     (``torch.nn.functional.conv1d``); ``padding`` is an int or "same"/"valid".
 
     >>> F.conv1d(ng.ones(1, 1, 4), ng.ones(1, 1, 2)).shape
-    (1, 1, 3)
+    torch.Size([1, 1, 3])
     """
     return _convnd(1, input, weight, bias, stride, padding, dilation, groups, "conv1d")
 
@@ -235,7 +235,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     times the weight matrix.
 
     >>> F.conv2d(ng.ones(1, 1, 4, 4), ng.ones(2, 1, 3, 3)).shape
-    (1, 2, 2, 2)
+    torch.Size([1, 2, 2, 2])
 
     Raises RuntimeError when the channels do not match the weight's (PyTorch's text).
     """
@@ -248,7 +248,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     ``(C_in, C_out/groups, kH, kW)``; each input pixel scatters its weighted kernel.
 
     >>> F.conv_transpose2d(ng.ones(1, 1, 2, 2), ng.ones(1, 1, 3, 3), stride=2).shape
-    (1, 1, 5, 5)
+    torch.Size([1, 1, 5, 5])
     """
     x, unbatched = _batched(input, 2, "conv_transpose2d")
     _check_conv(x, weight, groups, 2, transposed=True)
@@ -449,7 +449,7 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     ``count_include_pad`` counts padded zeros in the divisor, ``divisor_override`` replaces it.
 
     >>> F.avg_pool2d(ng.ones(1, 1, 4, 4), 2).shape
-    (1, 1, 2, 2)
+    torch.Size([1, 1, 2, 2])
     """
     return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override)
@@ -526,7 +526,7 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     (``torch.nn.functional.adaptive_avg_pool1d``).
 
     >>> F.adaptive_avg_pool1d(ng.ones(1, 2, 5), 2).shape
-    (1, 2, 2)
+    torch.Size([1, 2, 2])
     """
     return _adaptive(1, input, output_size, "avg")
 
@@ -536,7 +536,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     (``torch.nn.functional.adaptive_avg_pool2d``); ``None`` keeps a dim's size.
 
     >>> F.adaptive_avg_pool2d(ng.ones(1, 2, 5, 7), (2, 3)).shape
-    (1, 2, 2, 3)
+    torch.Size([1, 2, 2, 3])
     """
     return _adaptive(2, input, output_size, "avg")
 
@@ -548,7 +548,7 @@ def adaptive_max_pool2d(input: Tensor, output_size,
     flat index into its ``H * W`` plane.
 
     >>> F.adaptive_max_pool2d(ng.ones(1, 2, 5, 7), 3).shape
-    (1, 2, 3, 3)
+    torch.Size([1, 2, 3, 3])
     """
     return _adaptive(2, input, output_size, "max", return_indices)
 
@@ -559,7 +559,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     (``torch.nn.functional.unfold``, im2col).
 
     >>> F.unfold(ng.ones(1, 2, 3, 3), 2).shape
-    (1, 8, 4)
+    torch.Size([1, 8, 4])
     """
     if input.ndim not in (3, 4):
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
@@ -627,7 +627,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     (2-D, with ``align_corners``).
 
     >>> F.interpolate(ng.ones(1, 1, 2, 2), scale_factor=2).shape
-    (1, 1, 4, 4)
+    torch.Size([1, 1, 4, 4])
 
     Raises ValueError when both or neither of ``size`` and ``scale_factor`` are given.
     """

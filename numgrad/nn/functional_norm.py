@@ -128,7 +128,7 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
     ``1 / (1 - p)`` (``torch.nn.functional.dropout1d``).
 
     >>> F.dropout1d(ng.ones(2, 3, 4), 0.5, training=False).shape
-    (2, 3, 4)
+    torch.Size([2, 3, 4])
     """
     return _channel_dropout(input, p, training, inplace, 1, "dropout1d")
 
@@ -139,7 +139,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
     ``1 / (1 - p)`` (``torch.nn.functional.dropout2d``).
 
     >>> F.dropout2d(ng.ones(2, 3, 4, 4), 0.5, training=False).shape
-    (2, 3, 4, 4)
+    torch.Size([2, 3, 4, 4])
     """
     return _channel_dropout(input, p, training, inplace, 2, "dropout2d")
 

@@ -95,7 +95,7 @@ class BatchNorm1d(_BatchNorm):
     """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` per channel (``torch.nn.BatchNorm1d``).
 
     >>> ng.nn.BatchNorm1d(3)(ng.randn(4, 3)).shape
-    (4, 3)
+    torch.Size([4, 3])
     """
     _dims = (2, 3)
 
@@ -104,7 +104,7 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalisation of ``(N, C, H, W)`` per channel (``torch.nn.BatchNorm2d``).
 
     >>> ng.nn.BatchNorm2d(3)(ng.randn(2, 3, 4, 4)).shape
-    (2, 3, 4, 4)
+    torch.Size([2, 3, 4, 4])
     """
     _dims = (4,)
 
@@ -114,7 +114,7 @@ class GroupNorm(Module):
     bias zeros) (``torch.nn.GroupNorm``).
 
     >>> ng.nn.GroupNorm(2, 4)(ng.randn(2, 4, 3)).shape
-    (2, 4, 3)
+    torch.Size([2, 4, 3])
 
     Raises ValueError when ``num_channels`` is not divisible by ``num_groups``.
     """

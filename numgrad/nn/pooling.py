@@ -37,7 +37,7 @@ class MaxPool1d(_MaxPoolNd):
     """Max over sliding windows of ``(N, C, L)`` (``torch.nn.MaxPool1d``).
 
     >>> ng.nn.MaxPool1d(2)(ng.ones(1, 2, 6)).shape
-    (1, 2, 3)
+    torch.Size([1, 2, 3])
     """
     _fn = F.max_pool1d
 
@@ -46,7 +46,7 @@ class MaxPool2d(_MaxPoolNd):
     """Max over sliding windows of ``(N, C, H, W)`` (``torch.nn.MaxPool2d``).
 
     >>> ng.nn.MaxPool2d(2)(ng.ones(1, 2, 6, 6)).shape
-    (1, 2, 3, 3)
+    torch.Size([1, 2, 3, 3])
     """
     _fn = F.max_pool2d
 
@@ -55,7 +55,7 @@ class AvgPool1d(Module):
     """Mean over sliding windows of ``(N, C, L)`` (``torch.nn.AvgPool1d``).
 
     >>> ng.nn.AvgPool1d(3)(ng.ones(1, 2, 6)).shape
-    (1, 2, 2)
+    torch.Size([1, 2, 2])
     """
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -81,7 +81,7 @@ class AvgPool2d(Module):
     """Mean over sliding windows of ``(N, C, H, W)`` (``torch.nn.AvgPool2d``).
 
     >>> ng.nn.AvgPool2d(2)(ng.ones(1, 2, 6, 6)).shape
-    (1, 2, 3, 3)
+    torch.Size([1, 2, 3, 3])
     """
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -124,7 +124,7 @@ class AdaptiveAvgPool1d(_AdaptivePool):
     """Mean over ``output_size`` windows covering ``(N, C, L)`` (``torch.nn.AdaptiveAvgPool1d``).
 
     >>> ng.nn.AdaptiveAvgPool1d(2)(ng.ones(1, 2, 5)).shape
-    (1, 2, 2)
+    torch.Size([1, 2, 2])
     """
     _fn = F.adaptive_avg_pool1d
 
@@ -134,7 +134,7 @@ class AdaptiveAvgPool2d(_AdaptivePool):
     (``torch.nn.AdaptiveAvgPool2d``).
 
     >>> ng.nn.AdaptiveAvgPool2d((1, 1))(ng.ones(1, 2, 5, 5)).shape
-    (1, 2, 1, 1)
+    torch.Size([1, 2, 1, 1])
     """
     _fn = F.adaptive_avg_pool2d
 
@@ -144,7 +144,7 @@ class AdaptiveMaxPool2d(_AdaptivePool):
     (``torch.nn.AdaptiveMaxPool2d``).
 
     >>> ng.nn.AdaptiveMaxPool2d(2)(ng.ones(1, 2, 5, 5)).shape
-    (1, 2, 2, 2)
+    torch.Size([1, 2, 2, 2])
     """
 
     def __init__(self, output_size, return_indices: bool = False):

@@ -15,7 +15,7 @@ class Flatten(Module):
     is kept by default).
 
     >>> ng.nn.Flatten()(ng.ones(2, 3, 4)).shape
-    (2, 12)
+    torch.Size([2, 12])
     """
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1):
@@ -36,7 +36,7 @@ class Unflatten(Module):
     """Dim ``dim`` split into ``unflattened_size`` (``torch.nn.Unflatten``).
 
     >>> ng.nn.Unflatten(1, (2, 3))(ng.ones(4, 6)).shape
-    (4, 2, 3)
+    torch.Size([4, 2, 3])
     """
 
     def __init__(self, dim: int, unflattened_size):
@@ -72,7 +72,7 @@ class Dropout1d(_ChannelDropout):
     """Zero whole channels of ``(N, C, L)`` while training (``torch.nn.Dropout1d``).
 
     >>> ng.nn.Dropout1d().eval()(ng.ones(2, 3, 4)).shape
-    (2, 3, 4)
+    torch.Size([2, 3, 4])
     """
     _fn = F.dropout1d
 
@@ -81,6 +81,6 @@ class Dropout2d(_ChannelDropout):
     """Zero whole channels of ``(N, C, H, W)`` while training (``torch.nn.Dropout2d``).
 
     >>> ng.nn.Dropout2d().eval()(ng.ones(2, 3, 4, 4)).shape
-    (2, 3, 4, 4)
+    torch.Size([2, 3, 4, 4])
     """
     _fn = F.dropout2d
