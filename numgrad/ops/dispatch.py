@@ -46,20 +46,24 @@ BROADCASTING = ("elementwise", "compare")  # kinds whose operands dispatch broad
 try:
     from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
     _QUIET_FP = _make_extobj(all="ignore")
+    _set_fp, _reset_fp = _extobj_contextvar.set, _extobj_contextvar.reset
 except ImportError:  # a NumPy that keeps it elsewhere: the public, slower spelling
-    _extobj_contextvar = None
+    _set_fp = None
 
 
 def run_impl(prim, datas, params):
-    """``prim.impl`` over NumPy arrays, silent about NaN and inf as PyTorch's kernels are."""
-    if _extobj_contextvar is None:
+    """``prim.impl`` over NumPy arrays, silent about NaN and inf as PyTorch's kernels are
+    (``prim.quiet``: the ops that compute at all)."""
+    if not prim.quiet:
+        return prim.impl(*datas, **params)
+    if _set_fp is None:
         with np.errstate(all="ignore"):
             return prim.impl(*datas, **params)
-    token = _extobj_contextvar.set(_QUIET_FP)
+    token = _set_fp(_QUIET_FP)
     try:
         return prim.impl(*datas, **params)
     finally:
-        _extobj_contextvar.reset(token)
+        _reset_fp(token)
 
 
 def evaluate(prim, datas, params):

@@ -160,6 +160,10 @@ class Primitive:
     variadic: bool = field(init=False)
     vjps: tuple = field(init=False, default=None)  # one rule per input; None: no gradient
     needs: tuple = field(init=False, default=())   # per rule, the names it asks for
+    # Its NumPy kernel may meet inf/NaN arithmetic, which NumPy warns about and PyTorch does
+    # not: eager mode runs it with NumPy's FP errors ignored (layout and compare kinds never
+    # compute, so they skip that cost: ``ops.dispatch.evaluate``).
+    quiet: bool = field(init=False, default=True)
 
     def __post_init__(self):
         if self.kind not in POINTWISE + ("reduction", "layout", "host"):
@@ -174,6 +178,7 @@ class Primitive:
             set_("scalar", _template(self.lowering))
         if self.cost.cheap is None:
             set_("cost", replace(self.cost, cheap=self.kind in POINTWISE[:2]))
+        set_("quiet", self.kind not in ("layout", "compare"))
 
     @property
     def role(self):

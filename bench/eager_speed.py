@@ -1,0 +1,153 @@
+"""Eager numgrad against eager PyTorch where the framework's own cost is the cost: small
+tensors, 1 thread, the two interleaved in one run (ratios, not absolute times, are the
+result). The cases are the ones a user types into Jupyter and a small training step.
+
+    python -m bench.eager_speed [--rounds 7] [--plot bench/results/eager_speed.png]
+
+Prints median microseconds per call, the ratio numgrad/torch per case and their geometric
+mean; ``--plot`` draws the ratios. Goals: geometric mean <= 1.5 (aim 1.0), MLP step <= 1.5.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import time
+
+import numpy as np
+
+
+def _cases(lib, F):
+    """name -> (setup() -> state, call(state)) for one library (numgrad or torch)."""
+    rng = np.random.default_rng(0)
+    a10 = rng.standard_normal(10).astype(np.float32)
+    b10 = rng.standard_normal(10).astype(np.float32)
+    X = rng.standard_normal((32, 64)).astype(np.float32)
+    W1 = (rng.standard_normal((64, 64)) * 0.1).astype(np.float32)
+    W2 = (rng.standard_normal((64, 10)) * 0.1).astype(np.float32)
+    Y = rng.integers(0, 10, 32)
+    layers = [((rng.standard_normal((16, 16)) * 0.2).astype(np.float32),
+               np.zeros(16, np.float32)) for _ in range(8)]
+
+    def t(a, grad=False):
+        return lib.tensor(a, requires_grad=grad)
+
+    def add():
+        x, y = t(a10, True), t(b10)
+        return lambda: x + y
+
+    def chain_fwd():
+        x, y = t(a10, True), t(b10)
+        return lambda: ((x * y).sin() + x).exp().sum()
+
+    def chain_fwd_bwd():
+        x, y = t(a10, True), t(b10)
+
+        def call():
+            x.grad = None
+            ((x * y).sin() + x).exp().sum().backward()
+        return call
+
+    def no_grad():
+        x, y = t(a10, True), t(b10)
+
+        def call():
+            with lib.no_grad():
+                return ((x * y).sin() + x).exp().sum()
+        return call
+
+    def mlp_step():
+        x, w1, w2, y = t(X), t(W1, True), t(W2, True), lib.tensor(Y)
+
+        def call():
+            w1.grad = w2.grad = None
+            F.cross_entropy((x @ w1).relu() @ w2, y).backward()
+        return call
+
+    def linear_loop():
+        x = t(X[:4, :16])
+        ws = [(t(w, True), t(b, True)) for w, b in layers]
+
+        def call():
+            h = x
+            for w, b in ws:
+                h = F.linear(h, w, b).clamp(-1, 1)
+            return h
+        return call
+
+    return {"x + y, 10 elements, x requires grad": add,
+            "((x*y).sin() + x).exp().sum() forward": chain_fwd,
+            "the same, forward + backward": chain_fwd_bwd,
+            "the same under no_grad": no_grad,
+            "MLP step: cross_entropy((X@W1).relu()@W2) + backward, 32x64": mlp_step,
+            "8 Linear(16,16)+clamp layers, forward": linear_loop}
+
+
+def _per_call(call, seconds=0.05):
+    n, t0 = 0, time.perf_counter()
+    while True:
+        call()
+        n += 1
+        dt = time.perf_counter() - t0
+        if dt >= seconds:
+            return dt / n
+
+
+def run(rounds=7):
+    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+    import torch
+    import torch.nn.functional as TF
+
+    import numgrad as ng
+    import numgrad.nn.functional as NF
+    torch.set_num_threads(1)
+    ng_cases, torch_cases = _cases(ng, NF), _cases(torch, TF)
+    rows = []
+    for name in ng_cases:
+        a, b = ng_cases[name](), torch_cases[name]()
+        for _ in range(20):  # warm both
+            a(), b()
+        ta, tb = [], []
+        for _ in range(rounds):  # interleaved: drift on a shared machine hits both alike
+            ta.append(_per_call(a))
+            tb.append(_per_call(b))
+        rows.append((name, statistics.median(ta), statistics.median(tb)))
+    geo = math.exp(statistics.fmean(math.log(a / b) for _, a, b in rows))
+    print(f"{'call':64s} {'torch':>9s} {'numgrad':>9s} {'ratio':>6s}")
+    for name, a, b in rows:
+        print(f"{name:64s} {b * 1e6:7.1f}us {a * 1e6:7.1f}us {a / b:5.2f}x")
+    print(f"geometric mean of the ratios: {geo:.2f}x (goal <= 1.5x); 1 thread, median of "
+          f"{rounds} interleaved rounds")
+    return rows, geo
+
+
+def plot(rows, geo, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(9, 4))
+    names = [n.split(":")[0][:40] for n, _, _ in rows]
+    ratios = [a / b for _, a, b in rows]
+    bars = ax.barh(names, ratios, color="#1c7ed6")
+    ax.bar_label(bars, labels=[f"{r:.2f}x" for r in ratios], fontsize=8, padding=2)
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.axvline(1.5, color="#e67700", lw=1, ls="--", label="goal 1.5x")
+    ax.invert_yaxis()
+    ax.set_xlabel("numgrad eager time / torch eager time (lower is better), 1 thread")
+    ax.set_title(f"Eager overhead on small tensors: geometric mean {geo:.2f}x")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--plot", metavar="PNG")
+    args = p.parse_args()
+    rows, geo = run(args.rounds)
+    if args.plot:
+        print("plot:", plot(rows, geo, args.plot))
