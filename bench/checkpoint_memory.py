@@ -1,7 +1,8 @@
 """Peak memory that ``ng.utils.checkpoint`` saves: a deep tanh MLP (width 128, batch 8192,
-16 layers, float32: the activations, not the weights, fill memory), forward + backward, with and without checkpointing each block of
-four layers, eager and under ``@ng.jit``. The peak is measured two ways: tracemalloc
-(NumPy's allocations, what eager mode makes) and the process's resident high-water mark
+16 layers, float32: the activations, not the weights, fill memory), forward + backward,
+with and without checkpointing each block of four layers, eager and under ``@ng.jit``. The
+peak is measured two ways: tracemalloc (NumPy's allocations, what eager mode makes) and the
+process's resident high-water mark
 (everything, kernels' buffers included).
 
     python -m bench.checkpoint_memory            # prints a table

@@ -112,7 +112,8 @@ SYSTEMS = {"torch eager": torch_eager, "torch.compile": torch_compile,
 
 
 def measure(builders, repeats, warmup):
-    """``{name: (median seconds, final loss, fastest seconds)}``. The systems take turns, one step each per
+    """``{name: (median seconds, final loss, fastest seconds)}``. The systems take turns,
+    one step each per
     round, so a load change on a shared machine falls on all of them alike."""
     steps, times, losses = {}, {}, {}
     for name, build in builders.items():

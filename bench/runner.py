@@ -271,7 +271,8 @@ def run_case(mod, case, systems, skipped, cfg, progress) -> list[dict]:
 
 # ----------------------------------------------------------------------------- output
 COLUMNS = ("workload", "case", "system", "status", "time_s", "time_min_s", "time_iqr_s",
-           "inner", "first_call_s", "first_call", "ratio_torch", "ratio_numgrad_eager", "rss_peak_mb",
+           "inner", "first_call_s", "first_call", "ratio_torch", "ratio_numgrad_eager",
+           "rss_peak_mb",
            "traced_peak_mb", "max_rel_err", "tolerance", "reference", "size", "dtype",
            "error")
 

@@ -17,7 +17,7 @@ def is_available() -> bool:
     return devices.cuda_is_available()
 
 
-def current_accelerator(check_available: bool = False) -> "device | None":
+def current_accelerator(check_available: bool = False):
     """``device(type='cuda')`` when CUDA is available, else None
     (``torch.accelerator.current_accelerator``). Programs pick their device with it:
 

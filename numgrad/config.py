@@ -49,6 +49,8 @@ FLAGS = {f.name: f for f in (
          doc="size over which the least recently used cache entries are deleted"),
     Flag(name="NUMGRAD_VECTOR_MATH", type=bool, default=True,
          doc="default of ng.jit(vector_math=): vectorised exp/log/tanh/sigmoid/sin/cos"),
+    Flag(name="NUMGRAD_LLVM_BODY", type=bool, default=True,
+         doc="render long flat loop bodies as LLVM IR (off: Numba's loops, for comparison)"),
     Flag(name="NUMGRAD_LLVM_KERNEL", type=bool, default=True,
          doc="build kernels made only of LLVM IR bodies with llvmlite, without Numba"),
     Flag(name="NUMGRAD_SPECULATE", type=bool, default=True,

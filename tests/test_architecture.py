@@ -1,4 +1,5 @@
-"""One-way imports (docs/architecture.md): compiler -> autograd -> ops -> tensor / grad_mode / dtypes.
+"""One-way imports (docs/architecture.md): compiler -> autograd -> ops -> tensor, grad_mode,
+dtypes.
 
 The compiler room is ``numgrad.compiler`` (``ng.jit`` is a function, so it cannot also be a
 submodule name); ``numgrad.jit`` is checked too. Numba itself must not load either.

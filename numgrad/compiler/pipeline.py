@@ -43,13 +43,13 @@ class Options:
 
     @classmethod
     def of(cls, options):
-        """``options`` as Options (a dict from older callers is accepted)."""
+        """``options`` as Options (None: the defaults); knobs are set with ``Options(...)``
+        or ``options.but(...)``, one channel, never a dict."""
         if options is None:
             return cls()
-        if isinstance(options, cls):
-            return options
-        known = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in dict(options).items() if k in known})
+        if not isinstance(options, cls):
+            raise TypeError(f"options must be an Options, not {type(options).__name__}")
+        return options
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -36,8 +36,7 @@ from numgrad.compiler import pipeline
 
 # Speculative calls whose backward has not come yet; over this the plan stops.
 MAX_PENDING = 4
-# True or False overrides NUMGRAD_SPECULATE; None: the variable decides, at each plan.
-ENABLED = None
+# NUMGRAD_SPECULATE=0 turns the one-pass program off (read at each plan).
 
 
 class Speculation:
@@ -63,7 +62,7 @@ class Speculation:
     def maybe(cls, tr, remat, backend, opts):
         """A Speculation for an eligible trace (one scalar output with a cotangent, no
         user hooks or random ops inside), else None."""
-        enabled = config.get("NUMGRAD_SPECULATE") if ENABLED is None else ENABLED
+        enabled = config.get("NUMGRAD_SPECULATE")
         if not enabled or len(tr.cotangent_of) != 1 or tr.probed or len(tr.outputs) != 1:
             return None
         ct = tr.graph.inputs[tr.n_primals]

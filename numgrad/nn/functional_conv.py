@@ -163,7 +163,7 @@ def _check_conv(x, weight, groups, n, transposed=False):
         raise TypeError(f"conv{n}d(): argument 'weight' (position 2) must be Tensor, not "
                         f"{type(weight).__name__}")
     if weight.ndim != n + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if weight.ndim < 3
+        raise RuntimeError("weight should have at least three dimensions" if weight.ndim < 3
                            else f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to "
                            f"conv{n}d, but got weight of size {list(weight.shape)}")
     if groups < 1:

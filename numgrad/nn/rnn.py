@@ -2,8 +2,8 @@
 
 Room: nn. Every step is plain numgrad ops (matmul, sigmoid, tanh, chunk, stack), so gradients,
 double backward and the ``@ng.jit`` form (CPU and CUDA; unrolled over the sequence) come from
-the primitives' rules. Parameter names, shapes, order and the U(-1/sqrt(H), 1/sqrt(H)) initialisation
-are PyTorch's, so a torch ``state_dict`` loads unchanged.
+the primitives' rules. Parameter names, shapes, order and the U(-1/sqrt(H), 1/sqrt(H))
+initialisation are PyTorch's, so a torch ``state_dict`` loads unchanged.
 """
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ check_targets_p = defop("check_targets", inputs=("idx",), params=("classes", "ig
 check_targets_p.defvjp(None)
 
 
-def check_targets(target, classes: int, ignore_index: int) -> "Tensor":
+def check_targets(target, classes: int, ignore_index: int):
     """``target`` itself, after checking that each entry is a class index in
     ``[0, classes)`` or ``ignore_index`` (PyTorch's ``IndexError`` otherwise); checked
     when the values are known, so under ``@ng.jit`` on every call.

@@ -44,7 +44,8 @@ def f_two_scalar(x, y):
 
 def run(name, fn, arrays, *extra, **kw):
     (a, b) = both(arrays)
-    pack = (lambda t: t if len(t) > 1 else t[0])
+    def pack(t):
+        return t if len(t) > 1 else t[0]
     ng_extra = [pack(both(e)[0]) if e is not None else None for e in extra]
     t_extra = [pack(both(e)[1]) if e is not None else None for e in extra]
     got = getattr(NF, name)(fn, pack(a), *ng_extra, **kw)

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import numgrad as ng
-from numgrad.compiler.backends.cpu.llvm import kernel as llvm_kernel
 
 N = 1 << 17   # enough work for a parallel loop (schedule.PARALLEL_MIN_WORK)
 
@@ -32,7 +31,7 @@ def _prange_sum(x, y):
 
 
 def test_numba_multithreaded_tier_is_shown_and_counted(monkeypatch, progress_now, capsys):
-    monkeypatch.setattr(llvm_kernel, "ENABLED", False)   # Numba's prange tier, compiled
+    monkeypatch.setenv("NUMGRAD_LLVM_KERNEL", "0")   # Numba's prange tier, compiled
     f = ng.jit(_prange_sum, cache=False)
     x = ng.randn(N, dtype=ng.float64)
     y = ng.randn(N, dtype=ng.float64)
@@ -66,7 +65,7 @@ def _chain(x):
 
 
 def test_llvmlite_threads_tier_is_timed_but_compiles_nothing(monkeypatch, progress_now):
-    monkeypatch.setattr(llvm_kernel, "ENABLED", True)
+    monkeypatch.setenv("NUMGRAD_LLVM_KERNEL", "1")
     f = ng.jit(_chain, cache=False)
     x = ng.randn(4096, dtype=ng.float64)
     first = f(x).numpy().copy()

@@ -38,6 +38,7 @@ def test_compile_graph_runs_one_graph(backend):
     f = ng.jit(lambda x: (x.exp() + 1.0).sum(dim=0))
     x = ng.tensor(np.arange(6.0).reshape(2, 3))
     graph = f.trace(x)
-    prog = pipeline.compile_graph(graph, get_backend(backend), {"name": "g", "cache": False})
+    prog = pipeline.compile_graph(graph, get_backend(backend),
+                                  pipeline.Options(name="g", cache=False))
     (out,) = prog([x.numpy()])
     np.testing.assert_allclose(out, (np.exp(x.numpy()) + 1.0).sum(axis=0))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from numgrad import config
 from numgrad.compiler.backends.cpu import cache as _cache
 from numgrad.compiler.backends.cpu.llvm import body as _llvm_body
 from numgrad.compiler.backends.cpu.program import cshape
@@ -119,7 +120,7 @@ class KernelRenderer:
         # only the kernel around them): ``name = chunk_kernel(spec)`` lines, rendered
         # before the kernel in its own module, so both tiers have them.
         self.ir_bodies = (options is not None and options.vector_math
-                          and _llvm_body.ENABLED)
+                          and config.get("NUMGRAD_LLVM_BODY"))
         self.fastmath = options is not None and options.fastmath
         self.ir_helpers = []
         self.ext = Extents(kernel.extents, self.name if sched.generic else None)

@@ -217,7 +217,8 @@ def from_interface(obj):
     shape = tuple(cai["shape"])
     dtype = np.dtype(cai["typestr"])
     if dtype.name not in _KINDS:
-        raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64, int32 or bool, not {dtype}")
+        raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64, int32 or bool, "
+                        f"not {dtype}")
     strides = cai.get("strides")
     if strides is not None and tuple(strides) != c_strides(shape, dtype.itemsize):
         raise ValueError("numgrad wraps C-contiguous CUDA arrays only; make the array "

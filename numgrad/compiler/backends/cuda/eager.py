@@ -114,8 +114,8 @@ class CudaEager:
             shape, dtype = self._abstract(prim, ins, params)
             out = Var(len(ins), shape, dtype)
             graph = Graph(ins, [Eqn(prim, ins, params, out)], [out], name=prim.name)
-            prog = _pipeline.compile_graph(graph, _backend, {"name": f"eager_{prim.name}",
-                                                             "role": "op"})
+            prog = _pipeline.compile_graph(graph, _backend,
+                                           _pipeline.Options(name=f"eager_{prim.name}", role="op"))
             if key is not None:
                 if len(self.programs) >= _CACHE_MAX:
                     self.programs.pop(next(iter(self.programs)))

@@ -86,8 +86,7 @@ def test_long_parallel_loop_runs_in_chunks_and_matches_eager(n, monkeypatch):
     Numba chunk function: llvm_body, which renders such bodies by default, is off here;
     tests/compiler/backends/cpu/llvm/test_body.py covers it.)"""
     from numgrad.compiler import schedule
-    from numgrad.compiler.backends.cpu.llvm import body as llvm_body
-    monkeypatch.setattr(llvm_body, "ENABLED", False)
+    monkeypatch.setenv("NUMGRAD_LLVM_BODY", "0")
     rng = np.random.default_rng(3)
     data = rng.standard_normal(n)
     f = ng.jit(long_chain)
@@ -125,9 +124,8 @@ def test_tiered_compile_runs_serial_first_then_prange_with_identical_bits(tmp_pa
     own are tested in test_llvm_kernel.py.)"""
     import numba
 
-    from numgrad.compiler.backends.cpu.llvm import kernel as llvm_kernel
     torch = pytest.importorskip("torch")
-    monkeypatch.setattr(llvm_kernel, "ENABLED", False)
+    monkeypatch.setenv("NUMGRAD_LLVM_KERNEL", "0")
     monkeypatch.setenv("NUMGRAD_CACHE_DIR", str(tmp_path))
     rng = np.random.default_rng(7)
     xs, ys = rng.standard_normal(6000), rng.standard_normal(6000)

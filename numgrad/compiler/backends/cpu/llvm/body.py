@@ -38,8 +38,8 @@ from llvmlite import ir
 from numgrad.compiler.backends.cpu.llvm import vmath as _vm
 from numgrad.compiler.backends.cpu.llvm.attrs import add_string_attribute, declare
 
-# Render long flat chunk bodies here (False: the Numba chunk functions, for comparison).
-ENABLED = True
+# Long flat chunk bodies are rendered here unless NUMGRAD_LLVM_BODY=0 (then the Numba chunk
+# functions, for comparison; read by backends.cpu.renderer at each render).
 # A serial (unchunked) flat loop of at least this many statements is rendered here too,
 # as one call over the whole loop: a 5-step chain (26 statements) is below the work at
 # which loops go parallel, and Numba's front end and LLVM's vectoriser were most of its

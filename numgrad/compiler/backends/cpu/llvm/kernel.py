@@ -49,9 +49,7 @@ from numgrad.compiler.backends.cpu.llvm import body as _llvm_body
 from numgrad.compiler.backends.cpu.program import Program
 from numgrad.compiler.schedule import Alias, Loop, _size, cshape
 
-# True or False overrides NUMGRAD_LLVM_KERNEL (=0: every kernel through Numba, for
-# comparison); None: the variable decides, at each plan.
-ENABLED = None
+# NUMGRAD_LLVM_KERNEL=0 sends every kernel through Numba, for comparison (read at each plan).
 _LOCK = threading.Lock()
 _FT = {"float64": ir.DoubleType(), "float32": ir.FloatType()}
 
@@ -517,7 +515,7 @@ def program(sched, steps, options, source):
     same plan (what ``compiled.source`` shows). Kernels with parallel loops run serially
     at the first call and on threads from the second (``options.parallel=True``: from
     the first)."""
-    enabled = config.get("NUMGRAD_LLVM_KERNEL") if ENABLED is None else ENABLED
+    enabled = config.get("NUMGRAD_LLVM_KERNEL")
     if (not enabled or OFFSETS is None or options.fastmath
             or not any(k.ir_specs for k in sched.kernels)):  # nothing long: Numba's own
         return None

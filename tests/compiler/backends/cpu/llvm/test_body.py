@@ -1,6 +1,6 @@
 """backends.cpu.llvm.body: long outlined loop bodies written as LLVM IR instead of Numba chunk
 functions. Elementwise results must have the bits of the Numba-compiled loop
-(``llvm_body.ENABLED = False``), through the masked tail of a chunk and however the body
+(``NUMGRAD_LLVM_BODY=0``), through the masked tail of a chunk and however the body
 is cut into segment functions; sums add in another fixed order (both tiers the same
 bits); everything agrees with torch."""
 from __future__ import annotations
@@ -27,7 +27,7 @@ def chain(lib, x, steps=STEPS):
 def _run(steps, enabled, monkeypatch):
     """Value and gradient of the chain, f(x).backward() and jit(value_and_grad), first call
     (serial tier) and third call (prange tier)."""
-    monkeypatch.setattr(llvm_body, "ENABLED", enabled)
+    monkeypatch.setenv("NUMGRAD_LLVM_BODY", "1" if enabled else "0")
     f = ng.jit(lambda x: chain(ng, x, steps))
     vg = ng.jit(ng.value_and_grad(lambda x: chain(ng, x, steps)))
     out, src = [], None
@@ -104,7 +104,7 @@ def test_float32_ops_and_special_values_match_the_numba_loop(monkeypatch):
                      4099).astype(np.float32)
     res = {}
     for enabled in (True, False):
-        monkeypatch.setattr(llvm_body, "ENABLED", enabled)
+        monkeypatch.setenv("NUMGRAD_LLVM_BODY", "1" if enabled else "0")
         f = ng.jit(_many_ops)
         x = ng.tensor(data, requires_grad=True)
         y = f(x)
@@ -151,7 +151,7 @@ def test_a_serial_loop_is_one_call_over_the_whole_loop(monkeypatch):
     one call of the IR body, with the Numba loop's gradient bits."""
     res = {}
     for enabled in (True, False):
-        monkeypatch.setattr(llvm_body, "ENABLED", enabled)
+        monkeypatch.setenv("NUMGRAD_LLVM_BODY", "1" if enabled else "0")
         f = ng.jit(lambda x: chain(ng, x, 5))
         x = ng.tensor(DATA, requires_grad=True)
         y = f(x)

@@ -33,7 +33,7 @@ def chain(lib, x, steps=STEPS, mean=False):
 def _run(n, dtype, mean, enabled, monkeypatch):
     """Value and gradient, f(x).backward() and jit(value_and_grad), at the first call and
     the third (the prange tier where the loop is parallel); the kernels' types."""
-    monkeypatch.setattr(llvm_kernel, "ENABLED", enabled)
+    monkeypatch.setenv("NUMGRAD_LLVM_KERNEL", "1" if enabled else "0")
     data = np.random.default_rng(3).standard_normal(n).astype(dtype) * 3
     data[:3] = [0.0, -0.0, 40.0][: min(3, n)]
     # cache=False: a kernel left in the disk cache by another test would load instead.
@@ -206,7 +206,7 @@ def test_random_long_programs_give_numbas_bits(seed, monkeypatch):
     b[-4:] = [-0.0, np.inf, 1e-310, -3e38]
     results, kinds = [], []
     for enabled in (True, False):
-        monkeypatch.setattr(llvm_kernel, "ENABLED", enabled)
+        monkeypatch.setenv("NUMGRAD_LLVM_KERNEL", "1" if enabled else "0")
         vg = ng.jit(ng.value_and_grad(prog, argnums=(0, 1)), cache=False)
         calls = []
         for _ in range(3):  # serial, then the threaded (or prange) tier
