@@ -26,7 +26,7 @@ from numgrad.ops import (neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid
 from numgrad.ops import all, any, equal, bmm, einsum, sort, argsort, topk  # noqa: A004
 from numgrad import autograd, nn, optim, utils, viz
 import numgrad.autograd.functional, numgrad.autograd.forward_ad  # noqa: E401,F401  (ng.autograd.*)
-from numgrad.nn.functional import softmax, log_softmax, logsumexp
+from numgrad.ops.composites import softmax, log_softmax, logsumexp
 from numgrad.errors import TracingError
 from numgrad.dlpack import from_dlpack
 from numgrad.serialization import save, load

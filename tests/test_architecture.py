@@ -167,3 +167,13 @@ def test_cuda_is_reached_through_one_seam():
     eager = _eager_files() + sorted((PKG / "nn").rglob("*.py"))
     via_seam = [f for f in eager if any(mod == "numgrad.devices" for _, mod in _imports(f))]
     assert via_seam, "the eager rooms no longer use the seam: update this test"
+
+
+def test_the_ops_room_never_imports_nn_optim_or_distributed():
+    # Not even inside a function: Tensor.softmax and log_softmax are ops composites that
+    # nn.functional re-exports, so the ops room needs nothing from above it.
+    bad = [(str(f.relative_to(PKG)), line, mod)
+           for f in sorted((PKG / "ops").rglob("*.py")) + [PKG / "tensor.py"]
+           for line, mod in _imports(f)
+           if any(_under(mod, f"numgrad.{room}") for room in ("nn", "optim", "distributed"))]
+    assert bad == []

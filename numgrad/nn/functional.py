@@ -29,50 +29,9 @@ def tanh(x) -> Tensor:
     return ops.tanh(x)
 
 
-def _shift(x, dim):
-    """The detached max along ``dim`` (keepdim), subtracted so exp never overflows; over an
-    empty dim, where amax raises (as torch's does), there is nothing to shift: zeros."""
-    d = x.detach()
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    if x.ndim and any(x.shape[k] == 0 for k in dims):
-        return ops.sum(d * 0, dim, keepdim=True)
-    return ops.amax(d, dim, keepdim=True)
-
-
-def _logsumexp_parts(x, dim):
-    # Subtract the (detached) max so exp never overflows; the max cancels exactly
-    # in the gradient, so detaching it changes nothing but the numerics.
-    m = _shift(x, dim)
-    shifted = x - m
-    return shifted, ops.log(ops.sum(ops.exp(shifted), dim, keepdim=True))
-
-
-def softmax(x, dim, dtype=None) -> Tensor:
-    """``exp(x) / sum(exp(x), dim)``, computed stably (``torch.softmax``, ``jax.nn.softmax``).
-
-    Raises IndexError for a dim out of range."""
-    if dtype is not None:
-        x = x.to(dtype)
-    e = ops.exp(x - _shift(x, dim))
-    return e / ops.sum(e, dim, keepdim=True)
-
-
-def log_softmax(x, dim, dtype=None) -> Tensor:
-    """``x - logsumexp(x, dim)``, computed stably (``torch.log_softmax``,
-    ``jax.nn.log_softmax``). Raises IndexError for a dim out of range."""
-    if dtype is not None:
-        x = x.to(dtype)
-    shifted, lse = _logsumexp_parts(x, dim)
-    return shifted - lse
-
-
-def logsumexp(x, dim, keepdim=False) -> Tensor:
-    """``log(sum(exp(x), dim))`` computed without overflow (``torch.logsumexp``,
-    ``jax.scipy.special.logsumexp``). Raises IndexError for a dim out of range.
-    """
-    m = _shift(x, dim)
-    out = ops.log(ops.sum(ops.exp(x - m), dim, keepdim=True)) + m
-    return out if keepdim else ops.squeeze(out, dim)
+# Softmax, log_softmax and logsumexp are ops composites (Tensor methods use them, and the
+# ops room never imports nn); this module gives them their torch.nn.functional names.
+from numgrad.ops.composites import softmax, log_softmax, logsumexp  # noqa: E402,F401
 
 
 def _reduce(loss, reduction):

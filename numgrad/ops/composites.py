@@ -1,6 +1,6 @@
 """ops.composites: ops written over existing primitives (no new derivatives).
 
-Room: ops. Each function here is plain numgrad ops (DESIGN.md: composites are Python
+Room: ops. Each function here is plain numgrad ops (docs/architecture.md: composites are Python
 functions over primitives), so its gradient at every order, its eager speed and its
 compiled form come from the primitives' rules: elementwise composites fuse into one
 kernel under ``@ng.jit``. Index-based ones (gather, index_select, flip, roll,
@@ -417,3 +417,50 @@ def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08,
     needs concrete values (under ``@ng.jit`` it raises TracingError)."""
     return not bool(R.sum_p(E.logical_not(isclose(input, other, rtol, atol, equal_nan)),
                             dim=None, keepdim=False))
+
+
+# ------------------------------------------------------------- softmax family
+def _shift(x, dim):
+    """The detached max along ``dim`` (keepdim), subtracted so exp never overflows; over an
+    empty dim, where amax raises (as torch's does), there is nothing to shift: zeros."""
+    d = x.detach()
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if x.ndim and any(x.shape[k] == 0 for k in dims):
+        return R.sum(d * 0, dim, keepdim=True)
+    return R.amax(d, dim, keepdim=True)
+
+
+def _logsumexp_parts(x, dim):
+    # Subtract the (detached) max so exp never overflows; the max cancels exactly
+    # in the gradient, so detaching it changes nothing but the numerics.
+    m = _shift(x, dim)
+    shifted = x - m
+    return shifted, E.log(R.sum(E.exp(shifted), dim, keepdim=True))
+
+
+def softmax(x, dim, dtype=None) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, computed stably (``torch.softmax``, ``jax.nn.softmax``).
+
+    Raises IndexError for a dim out of range."""
+    if dtype is not None:
+        x = x.to(dtype)
+    e = E.exp(x - _shift(x, dim))
+    return e / R.sum(e, dim, keepdim=True)
+
+
+def log_softmax(x, dim, dtype=None) -> Tensor:
+    """``x - logsumexp(x, dim)``, computed stably (``torch.log_softmax``,
+    ``jax.nn.log_softmax``). Raises IndexError for a dim out of range."""
+    if dtype is not None:
+        x = x.to(dtype)
+    shifted, lse = _logsumexp_parts(x, dim)
+    return shifted - lse
+
+
+def logsumexp(x, dim, keepdim=False) -> Tensor:
+    """``log(sum(exp(x), dim))`` computed without overflow (``torch.logsumexp``,
+    ``jax.scipy.special.logsumexp``). Raises IndexError for a dim out of range.
+    """
+    m = _shift(x, dim)
+    out = E.log(R.sum(E.exp(x - m), dim, keepdim=True)) + m
+    return out if keepdim else L.squeeze(out, dim)

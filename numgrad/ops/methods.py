@@ -171,14 +171,12 @@ def _expand_as(self, other) -> Tensor:
 
 def _softmax(self, dim) -> Tensor:
     """``ng.softmax(self, dim)`` (``torch.Tensor.softmax``)."""
-    from numgrad.nn import functional as F
-    return F.softmax(self, dim)
+    return C.softmax(self, dim)
 
 
 def _log_softmax(self, dim) -> Tensor:
     """``ng.log_softmax(self, dim)`` (``torch.Tensor.log_softmax``)."""
-    from numgrad.nn import functional as F
-    return F.log_softmax(self, dim)
+    return C.log_softmax(self, dim)
 
 
 def _clamp(self, min=None, max=None) -> Tensor:
