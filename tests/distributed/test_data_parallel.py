@@ -364,8 +364,11 @@ def test_kill_point_gives_the_same_bits(client, calm_step, seed):
 
 
 def test_kill_while_the_parameters_are_sent(client, calm_step, monkeypatch):
-    # Deterministic: the scatter's target dies as the scatter starts. The step sends the
-    # parameters again and gives the calm step's bits.
+    # The scatter's targets die as the scatter starts. The step gives the calm step's bits
+    # (the previous code raised Dask's CommClosedError here): usually by sending the
+    # parameters again, though a scatter that reaches a worker its nanny has already
+    # restarted can succeed the first time (one CI run in two here), so the count of sends
+    # is not asserted.
     dp, args, calm, _ = calm_step
     pids = _settled(client)
     real, sent = client.scatter, []
@@ -380,7 +383,7 @@ def test_kill_while_the_parameters_are_sent(client, calm_step, monkeypatch):
     monkeypatch.setattr(client, "scatter", scatter)
     hurt = dp(*args)
     monkeypatch.undo()
-    assert len(sent) >= 2, "the parameters were not sent again"
+    assert sent, "the step never sent its parameters"
     for a, c in zip((hurt[0], *hurt[1]), (calm[0], *calm[1])):
         assert same_bits(a.numpy(), c.numpy())
     _settled(client)
