@@ -38,6 +38,11 @@ _WIDEN = {"i": int64, "u": int64, "f": float64, "b": bool_}
 
 default_float = float32
 
+# PyTorch's name of each dtype in its messages and legacy type names ("expected scalar type
+# Float", "torch.FloatTensor", "result type Long"): the one table every such text reads.
+SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
+                "bool": "Bool"}
+
 
 def from_numpy_dtype(np_dtype) -> dtype:
     np_dtype = np.dtype(np_dtype)

@@ -63,7 +63,7 @@ _CODE = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.i
 _MAX_HEADER = 1 << 28  # 256 MiB of JSON is no state_dict's header: a corrupt length
 _MAX_DIMS = 64        # PyTorch's limit on a tensor's dimensions
 MAX_INFLATION = 100   # a .npz may declare at most this many times its file's size
-_DEVICE = re.compile(r"cpu|cuda(:\d+)?\Z")
+_DEVICE = re.compile(r"cpu|cuda(:\d+)?")  # whole strings only: used with fullmatch
 _PICKLE_HINT = ("ng.load never unpickles, since unpickling runs code the file chooses. "
                 "Convert the file where it was made, e.g. for a PyTorch state_dict "
                 "`np.savez(path, **{k: v.detach().cpu().numpy() for k, v in sd.items()})`, "
@@ -346,7 +346,7 @@ def _check_table(entries, body, fail, map_location):
             raise fail(f"tensor {i} is {code} and marked requires_grad, but only tensors of "
                        "floating point dtype can require gradients")
         dev = e.get("device", "cpu")
-        if not (isinstance(dev, str) and _DEVICE.match(dev)):
+        if not (isinstance(dev, str) and _DEVICE.fullmatch(dev)):
             raise fail(f"tensor {i} has device {str(dev)[:80]!r}; numgrad loads onto 'cpu' or "
                        "'cuda[:N]'")
         specs.append((dt, shape, str(map_location) if map_location is not None else dev,

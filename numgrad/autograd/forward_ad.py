@@ -63,7 +63,8 @@ class Dual:
         return "<dual>"
 
 
-def _payload_detach(v):
+def detach_payload(v):
+    """A detached payload: traced and batched payloads ask their interpreter."""
     interp = getattr(v, "_ng_interpreter", None)
     return v if interp is None else interp.detach(v)
 
@@ -102,7 +103,7 @@ class Level:
 
     # Tensor.detach asks the payload's interpreter: the tangent goes too, as in PyTorch.
     def detach(self, d):
-        return _payload_detach(d.primal)
+        return detach_payload(d.primal)
 
     def refuse_backward(self):
         pass  # reverse mode over a dual tensor differentiates its primal, as PyTorch does

@@ -74,11 +74,7 @@ def _validate_v(v, other, is_other_tuple):
         if el_v.shape != el_other.shape:
             prepend = f"Entry {idx} in " if is_other_tuple else ""
             raise RuntimeError(f"{prepend}v has invalid size: should be "
-                               f"{_size(el_other.shape)} but got {_size(el_v.shape)}.")
-
-
-def _size(shape):
-    return f"torch.Size([{', '.join(map(str, shape))}])"
+                               f"{el_other.shape} but got {el_v.shape}.")
 
 
 _INDEPENDENT = {

@@ -14,6 +14,7 @@ import itertools
 import weakref
 from collections import OrderedDict
 
+from numgrad import dtypes
 from numgrad.autograd import anomaly
 from numgrad.tensor import Tensor
 
@@ -36,8 +37,7 @@ _FREED = (
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
     "graph a second time or if you need to access saved tensors after calling backward.")
 
-_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-               "bool": "BoolTensor"}
+_TYPE_NAMES = {k: v + "Tensor" for k, v in dtypes.SCALAR_NAMES.items()}
 
 
 class Node:
@@ -214,7 +214,6 @@ class SavedTensor:
             return self._unpack_hooked(node)
         if self._vc.value != self._version:
             data = self._data if self._tensor is None else self._tensor._data
-            from numgrad import dtypes
             what = describe(data, dtypes.from_numpy_dtype(data.dtype).name)
             # PyTorch names the node a saved output belongs to, and for a saved input the
             # tensor's grad_fn now (after the in-place op that bumped it), not at saving.

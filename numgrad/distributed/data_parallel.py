@@ -444,9 +444,8 @@ class DataParallel:
                     f"({len(pieces)} shard(s), {n_workers} worker(s)); the parameters you "
                     "passed are unchanged. What to do: check the workers are alive and not "
                     "swapping (the dashboard), or pass a larger timeout=") from None
-            except (*cancelled, OSError) as exc:
-                if not isinstance(exc, cancelled) and not _lost(exc):
-                    raise
+            except (*cancelled, OSError):
+                # (TimeoutError, the one OSError that is no lost worker, is caught above.)
                 # A worker was lost while the parameters were sent to it (the scatter's
                 # comm error) or with every copy of them (their future is cancelled):
                 # send them again, to the workers there are now.

@@ -12,14 +12,8 @@ import contextlib
 
 def _owner(module, name):
     """``(submodule, attribute)`` for a dotted name, PyTorch's error for a bad path."""
-    *path, attr = name.split(".")
-    m = module
-    for p in path:
-        sub = m._modules.get(p) if hasattr(m, "_modules") else None
-        if sub is None:
-            raise AttributeError(f"{type(m).__name__} has no attribute `{p}`")
-        m = sub
-    return m, attr
+    path, _, attr = name.rpartition(".")
+    return module.get_submodule(path), attr
 
 
 @contextlib.contextmanager
@@ -121,10 +115,10 @@ def stack_module_state(models):
         raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
 
     def stacked(named, grad):
-        names = [n for n, _ in named(models[0])]
+        tables = [dict(named(m)) for m in models]
         out = {}
-        for n in names:
-            t = stack([dict(named(m))[n].detach() for m in models])
+        for n in tables[0]:
+            t = stack([table[n].detach() for table in tables])
             out[n] = t.requires_grad_(True) if grad and t.dtype.is_floating_point else t
         return out
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 
-from numgrad.autograd.forward_ad import lift_payload, next_depth
+from numgrad.autograd.forward_ad import detach_payload, lift_payload, next_depth
 from numgrad.func import batching
 from numgrad.autograd.graph import Node, edge_of
 from numgrad.grad_mode import is_grad_enabled
@@ -44,12 +44,6 @@ class Batched:
 
     def _ng_repr(self):
         return f"<batched {self.dtype.name}{list(self.shape)} of {self.value.shape[0]}>"
-
-
-def detach_payload(v):
-    """A detached payload: traced and batched payloads ask their interpreter."""
-    interp = getattr(v, "_ng_interpreter", None)
-    return v if interp is None else interp.detach(v)
 
 
 class Level:

@@ -159,6 +159,9 @@ class ConvTranspose2d(_ConvNd):
         output padding that gives that size (the stride leaves a choice)."""
         output_padding = self.output_padding
         if output_size is not None:
+            if len(output_size) not in (2, input.ndim):
+                raise ValueError(f"ConvTranspose2D: for {input.ndim}D input, output_size must "
+                                 f"have 2 or {input.ndim} elements (got {len(output_size)})")
             output_padding = self._output_padding(input, list(output_size)[-2:])
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
                                   output_padding, self.groups, self.dilation)

@@ -117,6 +117,8 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         return named(out, "ConstantPadNdBackward0")
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     k = len(pairs)
     if not (1 <= k <= 3 and k + 1 <= input.ndim <= k + 2):
         raise NotImplementedError(
@@ -455,10 +457,10 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                      divisor_override)
 
 
-def _adaptive_sizes(output_size, spatial, n):
+def _adaptive_sizes(output_size, spatial, n, name):
     sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * n
-    if len(sizes) != n:
-        raise ValueError(f"adaptive_pool: output_size must be {n} ints, got {output_size}")
+    if len(sizes) != n:  # PyTorch's error class (its texts vary by op)
+        raise RuntimeError(f"{name}: output_size must be {n} ints, got {output_size}")
     return tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
 
 
@@ -466,7 +468,7 @@ def _adaptive(n, input, output_size, mode, return_indices=False):
     name = f"adaptive_{mode}_pool{n}d"
     x, unbatched = _batched(input, n, name)
     spatial = tuple(x.shape[2:])
-    out_sp = _adaptive_sizes(output_size, spatial, n)
+    out_sp = _adaptive_sizes(output_size, spatial, n, name)
     flat = None
     if all(s % o == 0 for s, o in zip(spatial, out_sp)) and not return_indices:
         # Regular windows: one strided view.

@@ -21,11 +21,12 @@ def _check(idx, classes, ignore_index):
     if not idx.size:
         return idx
     flat = idx if idx.flags.c_contiguous else np.ascontiguousarray(idx)
-    # One pass, no temporary: read as uint64 a negative index is huge, so the largest
+    # One pass, no temporary: read as unsigned a negative index is huge, so the largest
     # entry is below ``classes`` exactly when every entry is in [0, classes).
-    if flat.view(np.uint64).max() >= classes:
+    unsigned = f"u{flat.itemsize}"
+    if flat.view(unsigned).max() >= classes:
         flat = flat.reshape(-1)
-        bad = flat[(flat.view(np.uint64) >= classes) & (flat != ignore_index)]
+        bad = flat[(flat.view(unsigned) >= classes) & (flat != ignore_index)]
         if bad.size:
             raise IndexError(f"Target {int(bad[0])} is out of bounds.")
     return idx

@@ -193,7 +193,7 @@ def _functional_inplace(self, fn, args, kwargs, saves):
     return self
 
 
-_TYPE = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+_TYPE = _dt.SCALAR_NAMES
 
 
 def _category(d):

@@ -13,6 +13,7 @@ import functools
 import inspect
 import warnings
 
+from numgrad import dtypes as _dt
 from numgrad.grad_mode import is_grad_enabled, no_grad
 from numgrad.tensor import Tensor
 
@@ -26,8 +27,8 @@ OUT_FUNCTIONS = (
     "mean", "amax", "amin", "cumsum", "prod", "gather", "index_select", "tril", "triu")
 # PyTorch's matrix products insist on an ``out`` of the result's own dtype.
 _EXACT_DTYPE = {"matmul", "mm", "mv", "addmm", "baddbmm", "bmm"}
-_SCALAR_NAME = {"float32": "float", "float64": "double", "int64": "long", "bool": "bool"}
-_CATEGORY = {"bool": 0, "int64": 1, "float32": 2, "float64": 2}
+_SCALAR_NAME = {k: v.lower() for k, v in _dt.SCALAR_NAMES.items()}
+_CATEGORY = {k: _dt._category(_dt.as_dtype(k)) for k in _dt.SCALAR_NAMES}
 
 
 def with_out(fn, name):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numgrad import dtypes as _dt
 from numgrad.ops.registry import Cost, defop
 from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops.dispatch import broadcast_shapes
@@ -46,9 +47,10 @@ def matmul_shape(sa, sb):
 
 
 # PyTorch's dtype names in its "expected scalar type" errors.
-SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+SCALAR_NAMES = _dt.SCALAR_NAMES
 # ... and the C type names its matmul dtype error uses.
-C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
+C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+           "bool": "bool"}
 
 matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, cost=Cost(blas=True),
                  abstract=lambda x, y: (matmul_shape(x.shape, y.shape),

@@ -74,8 +74,7 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False) -> T
 
 
 # PyTorch's legacy type names: ``torch.FloatTensor`` and, on CUDA, ``torch.cuda.FloatTensor``.
-_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-               "bool": "BoolTensor"}
+_TYPE_NAMES = {k: v + "Tensor" for k, v in _dt.SCALAR_NAMES.items()}
 _BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
 
 

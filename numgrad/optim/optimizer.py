@@ -12,6 +12,7 @@ import warnings
 from collections import defaultdict
 
 from numgrad import tracing_hook
+from numgrad.dtypes import SCALAR_NAMES
 from numgrad.errors import TracingError, user_location
 from numgrad.grad_mode import enable_grad, no_grad
 from numgrad.nn.module import _zero_grad
@@ -228,5 +229,4 @@ def _cast_like(v, p):
 
 
 def _tensor_type(t):
-    kind = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
-    return f"numgrad.{kind.get(t.dtype.name, '')}Tensor"
+    return f"numgrad.{SCALAR_NAMES.get(t.dtype.name, '')}Tensor"

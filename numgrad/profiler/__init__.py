@@ -31,6 +31,7 @@ from numgrad.profiler import recorder
 __all__ = ["profile", "record_function", "ProfilerActivity", "EventList", "FunctionEventAvg"]
 
 _lock = threading.Lock()
+_plain_call = None  # Primitive.__call__ as it was before the recording profile swapped it
 
 
 class ProfilerActivity(enum.Enum):
@@ -41,10 +42,10 @@ class ProfilerActivity(enum.Enum):
 
 
 def _timed_apply(prim, *args, **params):
-    # Stands in for Primitive.__call__ while a profile records: the op, timed.
+    # Stands in for Primitive.__call__ while a profile records: the call it replaced, timed.
     t0 = recorder.now()
     try:
-        return _apply(prim, *args, **params)
+        return _plain_call(prim, *args, **params)
     finally:
         prof = recorder.active
         if prof is not None:
@@ -52,11 +53,6 @@ def _timed_apply(prim, *args, **params):
             if prof.record_shapes:
                 shapes = tuple(tuple(getattr(a, "shape", ())) for a in args)
             recorder.add("numgrad::" + prim.name, "op", t0, shapes)
-
-
-def _apply(prim, *args, **params):
-    from numgrad.ops.dispatch import apply
-    return apply(prim, *args, **params)
 
 
 class profile:
@@ -88,7 +84,8 @@ class profile:
             if recorder.active is not None:
                 raise RuntimeError("Profiler is already enabled: one ng.profiler.profile() "
                                    "records at a time")
-            self._saved_call = Primitive.__call__
+            global _plain_call
+            self._saved_call = _plain_call = Primitive.__call__
             Primitive.__call__ = _timed_apply
             recorder.active = self
 
@@ -194,8 +191,9 @@ class FunctionEventAvg:
 class EventList(list):
     """``key_averages()``'s rows; ``table()`` prints them as PyTorch does."""
 
-    def table(self, sort_by=None, row_limit=100, max_name_column_width=55, header=None,
-              top_level_events_only=False):
+    def table(self, sort_by=None, row_limit=100, max_src_column_width=75,
+              max_name_column_width=55, max_shapes_column_width=80, header=None,
+              top_level_events_only=False, time_unit=None):
         """A text table, one row per name: self and total time (and their share of all
         self time), the mean, the count; sorted by ``sort_by`` (``"cpu_time_total"``,
         ``"self_cpu_time_total"``, ``"count"``, ``"cpu_time"``; PyTorch's ``cuda_*``
