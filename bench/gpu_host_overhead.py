@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import numgrad as ng  # noqa: E402
-from numgrad.compiler.backends.cuda import launch  # noqa: E402
+import numgrad.cuda.launch as launch  # noqa: E402
 
 BUDGET_W1_VG_US = 40.0
 

@@ -264,7 +264,7 @@ def copy_bandwidth(system, dry):
 def device_name(system, dry):
     if system == "numgrad":
         import numgrad as ng
-        from numgrad.compiler.backends.cuda import device as cuda_device
+        import numgrad.cuda.device as cuda_device
         ng.cuda.is_available()
         return cuda_device.launch(0).name
     if system == "torch" and not dry:

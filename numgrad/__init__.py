@@ -37,6 +37,8 @@ from numgrad.size import Size
 from numgrad.defaults import (set_default_dtype, get_default_dtype, set_default_device,
                               get_default_device)
 from numgrad import accelerator
+from numgrad import cuda
+from numgrad.cuda import eager as _cuda_eager
 from numgrad.ops import keywords as _keywords
 _keywords.install(globals())  # out= and axis= on the public functions, as PyTorch's take them
 
@@ -48,6 +50,17 @@ int = int32  # noqa: A001  (torch.int is int32)
 __version__ = "0.1.0"
 
 
+def _cuda_op_compiler():
+    # The eager CUDA runtime (numgrad.cuda, below the ops) has its one-op kernels compiled by
+    # the compiler's CUDA backend (above them); the package, above both, joins them: the
+    # runtime calls this on its first compile, so CPU-only use never imports the compiler.
+    from numgrad.compiler.backends.cuda import one_op
+    return one_op
+
+
+_cuda_eager.load_compiler = _cuda_op_compiler
+
+
 def __getattr__(name):
     # The compiler is the room above eager numgrad: import it (and Numba) only when asked.
     if name in ("jit", "grad", "value_and_grad", "CompiledFunction"):
@@ -55,9 +68,6 @@ def __getattr__(name):
         return getattr(compiler, name)
     if name == "func":  # torch.func's transforms (built on the compiler's ng.grad)
         return __import__("numgrad.func", fromlist=["vmap"])
-    if name == "cuda":
-        from numgrad.devices import cuda
-        return cuda
     if name == "distributed":  # data parallelism over Dask: imports Dask only when a step runs
         return __import__("numgrad.distributed", fromlist=["data_parallel"])
     raise AttributeError(f"module 'numgrad' has no attribute {name!r}")

@@ -5,7 +5,7 @@ the producer, a consumer that calls them), not against a library: anything that
 speaks it (PyTorch, NumPy, JAX, CuPy) exchanges memory with numgrad. On the CPU the
 capsule is NumPy's own export of the tensor's array, so the consumer shares numgrad's
 memory and keeps it alive. CUDA tensors report ``(kDLCUDA, index)`` and export a
-capsule that ``backends.cuda.dlpack`` builds with ctypes (numba-cuda has no DLPack
+capsule that ``cuda.dlpack`` builds with ctypes (numba-cuda has no DLPack
 exporter); importing, ``from_dlpack`` takes a CUDA producer's capsule the same way, or
 its ``__cuda_array_interface__`` when it has no ``__dlpack__``. The CUDA paths are tested
 in Numba's simulator only: they have not been run against PyTorch, CuPy or JAX on a GPU.

@@ -3,6 +3,8 @@
 Room: leaf. Imports nothing. It prints as ``torch.Size([3, 28, 28])``: the text PyTorch
 programs print, and which tutorials' expected output shows, so a program whose import was
 renamed prints the same lines (numgrad's tensors likewise print ``tensor(...)``).
+Also the broadcast rule of shapes (``broadcast_shapes``), which the ops and the CUDA
+runtime share.
 """
 from __future__ import annotations
 
@@ -47,3 +49,23 @@ class Size(tuple):
 
     def __reduce__(self):
         return (Size, (tuple(self),))
+
+
+def broadcast_shapes(*shapes):
+    """NumPy's broadcast rule, failing with PyTorch's message."""
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(-ndim, 0):
+        size = 1
+        for k, s in enumerate(shapes):
+            if len(s) >= -i:
+                d = s[i]
+                if d != 1:
+                    if size != 1 and d != size:
+                        a, b = ("a", "b")
+                        raise RuntimeError(
+                            f"The size of tensor {a} ({size}) must match the size of tensor {b} "
+                            f"({d}) at non-singleton dimension {ndim + i}")
+                    size = d
+        out.append(size)
+    return tuple(out)

@@ -18,40 +18,7 @@ import numpy as np
 from numgrad import dtypes as _dt
 from numgrad import tracing_hook
 from numgrad.size import Size
-
-
-class device:
-    """Where a tensor lives: ``device(type='cpu')`` or ``device(type='cuda', index=0)``."""
-
-    __slots__ = ("type", "index")
-
-    def __init__(self, spec="cpu", index=None):
-        if isinstance(spec, device):
-            spec, index = spec.type, spec.index
-        spec = str(spec)
-        if ":" in spec:
-            spec, idx = spec.split(":", 1)
-            index = int(idx)
-        if spec not in ("cpu", "cuda"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: "
-                               f"{spec}")
-        self.type = spec
-        self.index = index
-
-    def __eq__(self, other):
-        if isinstance(other, str):
-            other = device(other)
-        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
-
-    def __hash__(self):
-        return hash((self.type, self.index))
-
-    def __str__(self):
-        return self.type if self.index is None else f"{self.type}:{self.index}"
-
-    def __repr__(self):
-        extra = "" if self.index is None else f", index={self.index}"
-        return f"device(type='{self.type}'{extra})"
+from numgrad.device_type import device
 
 
 _CPU = device("cpu")

@@ -9,8 +9,8 @@ interpreter's sys.modules) and statically (no import statement that reaches numg
 
 The backends are packages that do not know each other: ``compiler/backends/cpu`` never
 imports ``compiler/backends/cuda`` nor the other way round (what both need lives in
-``compiler/backends`` itself), and outside the compiler only ``numgrad.devices`` (the
-seam) imports the CUDA backend: the eager rooms reach CUDA through it.
+``compiler/backends`` itself). The eager CUDA runtime (``numgrad/cuda``) sits below the
+ops, and outside the compiler only the package root names the CUDA backend.
 """
 
 from __future__ import annotations
@@ -153,20 +153,30 @@ def test_generated_kernels_import_only_their_own_backend():
     assert "numgrad.compiler.backends.cpu" not in cuda
 
 
-SEAM = "numgrad/devices.py"
+RUNTIME = "numgrad.cuda"
+# What the eager CUDA runtime may import of numgrad: itself and the leaves below the tensor.
+RUNTIME_BELOW = ("numgrad.cuda", "numgrad.config", "numgrad.device_type", "numgrad.tracing_hook")
 
 
-def test_cuda_is_reached_through_one_seam():
-    """Outside the compiler, only ``numgrad.devices`` imports the CUDA backend; the eager
-    rooms (tensor, ops, autograd, nn) go through it."""
+def test_the_cuda_runtime_imports_nothing_above_it():
+    """``numgrad/cuda`` (device, allocator, payload, eager interpreter, launches) sits below
+    the tensor and the ops: what it needs from above is registered into it."""
+    files = sorted((PKG / "cuda").rglob("*.py"))
+    assert len(files) > 5, "no sources found for the CUDA runtime"
+    bad = [f"{f.relative_to(PKG)}:{line} imports {mod}" for f in files
+           for line, mod in _imports(f)
+           if _under(mod, "numgrad") and not any(_under(mod, ok) for ok in RUNTIME_BELOW)]
+    assert bad == []
+
+
+def test_the_compilers_cuda_backend_is_reached_only_from_the_package():
+    """Outside the compiler only ``numgrad/__init__.py`` names the CUDA backend: it hands the
+    runtime a loader for the backend's one-op programs, called on the first eager compile."""
     importers = sorted(
         str(f.relative_to(PKG.parent)) for f in PKG.rglob("*.py")
         if not f.is_relative_to(PKG / "compiler")
         and any(_under(mod, CUDA) for _, mod in _imports(f)))
-    assert importers == [SEAM]
-    eager = _eager_files() + sorted((PKG / "nn").rglob("*.py"))
-    via_seam = [f for f in eager if any(mod == "numgrad.devices" for _, mod in _imports(f))]
-    assert via_seam, "the eager rooms no longer use the seam: update this test"
+    assert importers == ["numgrad/__init__.py"]
 
 
 def test_the_ops_room_never_imports_nn_optim_or_distributed():

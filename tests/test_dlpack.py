@@ -131,7 +131,7 @@ def test_unreachable_devices_are_clear_errors():
 
 
 def _simulator():
-    from numgrad.compiler.backends.cuda import device as cuda_device
+    import numgrad.cuda.device as cuda_device
     if not (cuda_device.simulated() or cuda_device.available()):
         pytest.skip("neither a CUDA device nor Numba's simulator (NUMBA_ENABLE_CUDASIM=1)")
 

@@ -13,3 +13,9 @@ from numgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from numgrad.autograd import graph  # noqa: F401,E402
 from numgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401,E402
 gradcheck.GradcheckError = GradcheckError  # ng.autograd.gradcheck.GradcheckError, as in torch
+
+# The CUDA runtime below refuses to write the engine's implicit seed into (CudaArray._ng_write):
+# it learns which payload that is from the engine, here, when autograd is imported.
+from numgrad.cuda import array as _cuda_array  # noqa: E402
+from numgrad.autograd import engine as _engine  # noqa: E402
+_cuda_array.is_seed = _engine.is_implicit_seed

@@ -575,5 +575,5 @@ def _accumulate_into(t, g, create_graph):
 
 
 def _exclusive(d):
-    sole = getattr(d, "_ng_exclusive", None)  # (device payloads say; see backends.cuda.array)
+    sole = getattr(d, "_ng_exclusive", None)  # (device payloads say; see cuda.array)
     return sole is not None and sole()

@@ -708,7 +708,7 @@ def _backend_for(owner, tensors):
         if want not in devices:
             devices.insert(0, want)
     if len(devices) > 1:
-        from numgrad.compiler.backends.cuda.eager import mismatch
+        from numgrad.cuda.eager import mismatch
         cuda = [d for d in devices if d.type == "cuda"]
         other = [d for d in devices if d is not cuda[0]]
         raise mismatch(cuda[0], other[0])
@@ -716,7 +716,7 @@ def _backend_for(owner, tensors):
         if owner.backend not in ("cpu", "cuda"):
             raise RuntimeError(f"ng.jit(backend={owner.backend!r}) runs on the CPU only; call "
                                "it with CPU tensors, or leave backend unset for CUDA tensors")
-        from numgrad.compiler.backends.cuda import device as cuda_device
+        import numgrad.cuda.device as cuda_device
         cuda_device.check(devices[0].index or 0)
         return "cuda"
     return owner.backend

@@ -31,6 +31,7 @@ from numgrad.autograd import anomaly as _anomaly
 from numgrad.autograd.graph import Node, SavedParam, SavedTensor, edge_of, _sequence
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
+from numgrad.size import broadcast_shapes  # noqa: F401  (ops.broadcast_shapes)
 from numgrad.ops import views as _views
 
 _ndarray = np.ndarray
@@ -89,26 +90,6 @@ def _innermost(datas, interp):
         if other is not None and getattr(other, "_ng_depth", 0) > best:
             interp, best = other, other._ng_depth
     return interp
-
-
-def broadcast_shapes(*shapes):
-    """NumPy's broadcast rule, failing with PyTorch's message."""
-    ndim = max(len(s) for s in shapes)
-    out = []
-    for i in range(-ndim, 0):
-        size = 1
-        for k, s in enumerate(shapes):
-            if len(s) >= -i:
-                d = s[i]
-                if d != 1:
-                    if size != 1 and d != size:
-                        a, b = ("a", "b")
-                        raise RuntimeError(
-                            f"The size of tensor {a} ({size}) must match the size of tensor {b} "
-                            f"({d}) at non-singleton dimension {ndim + i}")
-                    size = d
-        out.append(size)
-    return tuple(out)
 
 
 def _type_error(prim, x):

@@ -227,7 +227,7 @@ def test_error_texts():
 
 
 def test_cuda_simulator_per_sample_grads():
-    from numgrad.compiler.backends.cuda import device as cuda_device
+    import numgrad.cuda.device as cuda_device
     if not (cuda_device.simulated() or cuda_device.available()):
         pytest.skip("neither a CUDA device nor Numba's simulator")
     w = ng.tensor(Y.T.astype(np.float32), device="cuda")

@@ -43,9 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from numgrad import config
-from numgrad.compiler.backends.cuda import allocator
-from numgrad.compiler.backends.cuda import array as cuda_array
-from numgrad.compiler.backends.cuda import device as cuda_device
+import numgrad.cuda.allocator as allocator
+import numgrad.cuda.array as cuda_array
+import numgrad.cuda.device as cuda_device
 from numgrad.compiler.backends.cuda.matmul_kernel import matmul_dims
 from numgrad.compiler.schedule import _size
 

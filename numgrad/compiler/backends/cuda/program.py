@@ -4,17 +4,18 @@ Room: compiler. ``backends.cuda.renderer`` renders the source and the steps,
 ``backends.cuda.cache`` loads their module (kernels compiled, or read from the verified
 disk cache); a ``Program`` uploads the graph's constants and index maps at its first call
 and runs the steps in order with the inputs' ``CudaArray``s, prepared once per device by
-``backends.cuda.launch`` (a call only swaps pointers). Launch configuration comes from
-the device's properties (``backends.cuda.device.launch``) and is fixed per device, so
+``cuda.launch`` (a call only swaps pointers). Launch configuration comes from
+the device's properties (``cuda.device.launch``) and is fixed per device, so
 reductions combine in the same order on every run.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from numgrad.compiler.backends.cuda import array as cuda_array
-from numgrad.compiler.backends.cuda import launch
-from numgrad.tensor import device as _device
+import numgrad.cuda.array as cuda_array
+import numgrad.cuda.launch as launch
+from numgrad.compiler.backends.cuda import blas, matmul_kernel
+from numgrad.device_type import device as _device
 
 _CUDA0 = _device("cuda", 0)
 
@@ -55,7 +56,8 @@ class Program:
         if prep is None:
             if self._fns is None:
                 self._load(device)
-            prep = self._prepared[device] = launch.Prepared(self, device, host_step)
+            prep = self._prepared[device] = launch.Prepared(
+                self, device, host_step, matmul_kernel, blas.prepare)
         return prep(arrays)
 
 

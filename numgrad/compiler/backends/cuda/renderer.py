@@ -51,7 +51,7 @@ import numpy as np
 
 from numgrad.compiler import schedule as _schedule
 from numgrad.compiler.backends.cuda import blas, matmul_kernel
-from numgrad.compiler.backends.cuda import device as cuda_device
+import numgrad.cuda.device as cuda_device
 from numgrad.compiler.backends.cuda.matmul_kernel import matmul_dims
 from numgrad.compiler.backends.spelling import Spell
 from numgrad.compiler.schedule import Alias, HostStep, Loop, Reduce, _size

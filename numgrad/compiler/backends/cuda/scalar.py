@@ -18,7 +18,7 @@ import numpy as np
 from numba import cuda
 
 from numgrad.compiler.backends import scalar_math as _shared
-from numgrad.compiler.backends.cuda import device as _cuda_device
+import numgrad.cuda.device as _cuda_device
 
 _device = cuda.jit(device=True, inline="always")
 

@@ -11,7 +11,7 @@ import pytest
 
 import numgrad as ng
 from cuda_cases import require_simulator
-from numgrad.compiler.backends.cuda import allocator
+import numgrad.cuda.allocator as allocator
 
 MiB = 1 << 20
 

@@ -13,7 +13,7 @@ import pytest
 
 import numgrad as ng
 from cuda_cases import require_simulator
-from numgrad.compiler.backends.cuda import launch
+import numgrad.cuda.launch as launch
 
 
 @pytest.fixture(autouse=True, scope="module")

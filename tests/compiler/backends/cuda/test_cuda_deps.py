@@ -12,7 +12,7 @@ import re
 import pytest
 
 import numgrad as ng
-from numgrad.compiler.backends.cuda import device as cuda_device
+import numgrad.cuda.device as cuda_device
 
 ROOT = str(Path(__file__).resolve().parents[4])
 

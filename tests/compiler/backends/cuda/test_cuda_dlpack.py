@@ -1,4 +1,4 @@
-"""DLPack capsules of CUDA tensors (``backends.cuda.dlpack``), in Numba's simulator.
+"""DLPack capsules of CUDA tensors (``cuda.dlpack``), in Numba's simulator.
 
 Under the simulator a CUDA tensor's "device pointer" is the host address of its buffer,
 so a capsule can be read back byte by byte. The layout is read with the offsets of
@@ -17,7 +17,7 @@ import pytest
 from cuda_cases import require_simulator
 
 import numgrad as ng
-from numgrad.compiler.backends.cuda import dlpack as cuda_dlpack
+import numgrad.cuda.dlpack as cuda_dlpack
 
 DTYPES = {"float32": (2, 32), "float64": (2, 64), "int64": (0, 64), "bool": (6, 8)}
 

@@ -74,7 +74,7 @@ def test_eager_cuda_ops_agree_with_cpu():
 
 
 def test_eager_kernels_cached_per_op_and_shape():
-    from numgrad.compiler.backends.cuda.eager import INTERPRETER
+    from numgrad.cuda.eager import INTERPRETER
     x = ng.ones(5, device="cuda")
     (x * 2.0).exp()
     before = INTERPRETER.compiles

@@ -19,7 +19,7 @@ def _run(args, sim):
 
 
 def _no_gpu():
-    proc = _run(["-c", "from numgrad.compiler.backends.cuda import device as d; "
+    proc = _run(["-c", "import numgrad.cuda.device as d; "
                        "print(d.available())"],
                 "0")
     return proc.stdout.strip() == "False"

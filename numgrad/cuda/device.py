@@ -1,9 +1,9 @@
-"""backends.cuda.device: finding the CUDA device, or the simulator, and its launch limits.
+"""cuda.device: finding the CUDA device, or the simulator, and its launch limits.
 
-Room: compiler. Everything that asks ``numba.cuda`` about the machine is here, so that
-the error for a missing device is written once. Numba's simulator
-(``NUMBA_ENABLE_CUDASIM=1``, read when Numba is first imported) runs the same kernels
-in Python threads: it is how the CUDA backend is tested on machines without a GPU.
+Room: CUDA runtime (below the ops). Everything that asks ``numba.cuda`` about the machine
+is here, so that the error for a missing device is written once. Numba's simulator
+(``NUMBA_ENABLE_CUDASIM=1``, read when Numba is first imported) runs the same kernels in
+Python threads: it is how the CUDA backend is tested on machines without a GPU.
 """
 from __future__ import annotations
 

@@ -1,25 +1,31 @@
-"""backends.cuda.eager: eager ops on CUDA tensors, each one a one-equation CUDA program.
+"""cuda.eager: eager ops on CUDA tensors, each one a one-equation CUDA program.
 
-Room: compiler. ``CudaArray._ng_interpreter`` is ``INTERPRETER``: ``ops.dispatch``
-hands it every primitive applied to a CUDA payload (autograd is recorded by the
-dispatcher as for NumPy payloads). It builds the graph of that one equation and
-compiles it with the CUDA backend (``backends.cuda.renderer``): the same renderer ``@ng.jit``
-uses, not a second engine. Programs are cached per (op, params, shapes, dtypes,
-device). Python scalars arrive as 0-d host arrays (as in PyTorch, a 0-d CPU value may
-meet a CUDA tensor); any other host array is a device mismatch, with PyTorch's error.
+Room: CUDA runtime (below the ops; imports nothing above it). ``INTERPRETER`` is every
+``CudaArray``'s ``_ng_interpreter``: ``ops.dispatch`` hands it each primitive applied to a
+CUDA payload (autograd is recorded by the dispatcher as for NumPy payloads). It checks
+the devices, uploads Python scalars, and runs the op's program, cached per (op, params,
+shapes, dtypes, device). Python scalars arrive as 0-d host arrays (as in PyTorch, a 0-d
+CPU value may meet a CUDA tensor); any other host array is a device mismatch, with
+PyTorch's error.
+
+What it needs from the layers above is registered into it, never imported: the ops give
+the device move, the cast and the alias record of ``detach`` (``register``, called by
+``ops.cuda_ops`` when the ops are imported); the compiler's CUDA backend builds each
+program from the equation's graph (``backends.cuda.one_op``: the same renderer
+``@ng.jit`` uses, not a second engine), loaded on the first compile through
+``load_compiler``, which ``numgrad/__init__`` sets (the package sits above both).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from numgrad.compiler.backends.cuda import array as cuda_array
-from numgrad.compiler import pipeline as _pipeline
-from numgrad.compiler.backends import cuda as _backend
-from numgrad.compiler.ir import Eqn, Graph, Var
-from numgrad.compiler.tracer import current_tracer
-from numgrad.ops.device_copy import to_device as _to_device
-from numgrad.ops.dispatch import broadcast_shapes
-from numgrad.tensor import device as _device
+import numgrad.cuda.array as cuda_array
+import numgrad.tracing_hook as tracing_hook
+from numgrad.device_type import device as _device
+
+# Set by the package (numgrad/__init__): returns the compiler's one-op module, importing it
+# (and Numba) on the first CUDA op that needs a kernel compiled.
+load_compiler = None
 
 _CACHE_MAX = 4096
 
@@ -37,8 +43,23 @@ class CudaEager:
     def __init__(self):
         self.programs = {}
         self._scalars = {}
-        self._dtypes = {}
         self.compiles = 0
+        self.compiler = None    # backends.cuda.one_op, once a program was compiled
+        # Registered by the ops (ops.cuda_ops): the device-move and cast primitives, and
+        # the record of a detached alias.
+        self.move = self.cast_prim = self.record_alias = None
+
+    def register(self, move, cast, record_alias):
+        """The ops' pieces this interpreter uses: ``move`` (the primitive whose run is a
+        copy between devices, no kernel), ``cast`` (the dtype conversion, for ``astype``)
+        and ``record_alias(tensor, out)`` (``out = tensor.detach()`` shares memory)."""
+        self.move, self.cast_prim, self.record_alias = move, cast, record_alias
+
+    def _compiler(self):
+        c = self.compiler
+        if c is None:
+            c = self.compiler = load_compiler()
+        return c
 
     # The rest of the payload-interpreter protocol (the tracer's; see compiler.tracer).
     def refuse_backward(self):
@@ -49,28 +70,13 @@ class CudaEager:
         return data  # the same device memory
 
     def detached(self, tensor, out):
-        # The alias shares the payload, so an in-place op on either writes the memory both
-        # read; it is recorded as a view too, as a traced alias is (ops.inplace).
-        from numgrad.ops import views
-        views.record(out, tensor, views.DETACH, {})
+        self.record_alias(tensor, out)  # the alias shares the payload (ops.cuda_ops)
 
     def wrap_hook(self, tensor, hook):
         return hook
 
     def concrete_access(self, data, reason=None):
         pass
-
-    def _abstract(self, prim, ins, params):
-        if prim.kind in ("elementwise", "compare"):
-            shape = broadcast_shapes(*[v.shape for v in ins]) if len(ins) > 1 else ins[0].shape
-            key = (prim.name, tuple(v.dtype for v in ins), _param_key(params))
-            dt = self._dtypes.get(key)
-            if dt is None:
-                probe = prim.impl(*[np.ones(1, v.dtype) for v in ins], **params)
-                dt = self._dtypes[key] = np.asarray(probe).dtype
-            return tuple(shape), dt
-        shape, dt = prim.abstract(*ins, **params)
-        return tuple(shape), np.dtype(dt)
 
     def process(self, prim, datas, params):
         device = None
@@ -91,16 +97,18 @@ class CudaEager:
                 if interp is not None and interp is not self:
                     return interp.process(prim, datas, params)
         if host_array:
-            tracer = current_tracer()
-            if tracer is not None and tracer.backward:
+            # (Some thread traces: the compiler is loaded, and asks its tracer.)
+            out = None if tracing_hook.capture is None else self._compiler().traced(
+                prim, datas, params)
+            if out is not None:
                 # A gradient the engine derives inside @ng.jit (value_and_grad, grad) from
                 # a host constant it made (a seed, expanded) and a CUDA constant the
                 # function holds (a detached captured tensor): both are constants of one
                 # graph, which the CUDA backend places on its device, so the trace records
                 # the op rather than eager mode refusing the mix.
-                return tracer.process(prim, datas, params)
+                return out
             raise mismatch(device, "cpu")
-        if prim is _to_device:
+        if prim is self.move:
             return _move(datas[0], _device(params["device"]))
         host = prim.role == "host" and not prim.cost.blas and not prim.view
         pkey = _param_key(params) if params else ()
@@ -109,13 +117,8 @@ class CudaEager:
         key = None if host or (pkey and "..." in str(pkey)) else (
             prim.name, pkey, tuple((d.shape, d.dtype.str) for d in datas), device)
         prog = self.programs.get(key) if key is not None else None
-        if prog is None:  # the equation's graph is built only to compile it
-            ins = [Var(i, d.shape, d.dtype) for i, d in enumerate(datas)]
-            shape, dtype = self._abstract(prim, ins, params)
-            out = Var(len(ins), shape, dtype)
-            graph = Graph(ins, [Eqn(prim, ins, params, out)], [out], name=prim.name)
-            prog = _pipeline.compile_graph(graph, _backend,
-                                           _pipeline.Options(name=f"eager_{prim.name}", role="op"))
+        if prog is None:
+            prog = self._compiler().compile_op(prim, datas, params)
             if key is not None:
                 if len(self.programs) >= _CACHE_MAX:
                     self.programs.pop(next(iter(self.programs)))
@@ -123,6 +126,10 @@ class CudaEager:
                 self.compiles += 1
         arrays = [d if type(d) is CudaArray else self._scalar(d, device) for d in datas]
         return prog(arrays)[0]
+
+    def cast(self, d, dtype):
+        """``d`` converted to ``dtype`` on its device (``CudaArray.astype``)."""
+        return self.process(self.cast_prim, [d], {"dtype": dtype})
 
     def _scalar(self, d, device):
         # Python scalars (0-d host arrays) on the device, kept per value: a loop's `x * 2.0`
@@ -144,9 +151,5 @@ def _move(d, target):
     return cuda_array.to_device(d._ng_host(), target)
 
 
-def cast(d, dtype):
-    from numgrad.ops.elementwise import to_dtype
-    return INTERPRETER.process(to_dtype, [d], {"dtype": dtype})
-
-
 INTERPRETER = CudaEager()
+cuda_array.CudaArray._ng_interpreter = INTERPRETER

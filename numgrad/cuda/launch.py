@@ -1,15 +1,17 @@
-"""backends.cuda.launch: a CUDA program's steps prepared once, so a call only swaps pointers.
+"""cuda.launch: a CUDA program's steps prepared once, so a call only swaps pointers.
 
-Room: compiler. ``backends.cuda.renderer`` renders a graph's steps (kernel launches, matmuls,
+Room: CUDA runtime (below the ops). The compiler's CUDA backend
+(``compiler/backends/cuda/renderer.py``) renders a graph's steps (kernel launches, matmuls,
 gathers, aliases, host steps) for one plan's shapes (a shape-generic plan's kernels take
 their extents as int64 arguments, which the steps carry). ``Prepared`` turns them, per
 device, into a flat list of closures over integer slots: every buffer's size, dtype and
 rounded block size, every grid and block (from the plan's sizes, by the device's fixed
-rules), the matmul kernel's blocking for the plan's shape (``matmul_kernel.tiling``; a
-generic plan rendered them all), a cuBLAS step's call (``blas.prepare``), every scalar
-argument but a traced Python float's (``Value``) is fixed before the first call. A call
-fills the input slots (such a float's with its number), and each step takes its output
-blocks from the caching allocator (``allocator``) and launches.
+rules), the matmul kernel's blocking for the plan's shape (``matmul.tiling``, the backend's
+``matmul_kernel`` passed in; a generic plan rendered them all), a cuBLAS step's call (the
+backend's ``blas.prepare``, passed in too), every scalar argument but a traced Python
+float's (``Value``) is fixed before the first call. A call fills the input slots (such a
+float's with its number), and each step takes its output blocks from the caching allocator
+(``allocator``) and launches.
 
 **The launch itself.** Numba-cuda's dispatcher, per launch, resolves the argument types,
 looks up the overload and packs each array into 7 kernel parameters in Python
@@ -33,8 +35,9 @@ import math
 
 import numpy as np
 
-from numgrad.compiler.backends.cuda import array as cuda_array, device as cuda_device
-from numgrad.compiler.backends.cuda import allocator, blas, matmul_kernel
+import numgrad.cuda.allocator as allocator
+import numgrad.cuda.array as cuda_array
+import numgrad.cuda.device as cuda_device
 
 def _core_launch(*args):
     from cuda.core import launch
@@ -153,7 +156,10 @@ class Prepared:
     """A program's steps on one device, ready to run: ``prepared(arrays)`` returns the
     graph's output arrays."""
 
-    def __init__(self, program, device, host_step):
+    def __init__(self, program, device, host_step, matmul, cublas):
+        # ``matmul``: the tiled kernel's rules (``tiling``, ``launch_shape``), ``cublas``: a
+        # cuBLAS step's preparer; the compiler's CUDA backend, which rendered the steps,
+        # passes its own (this runtime sits below it).
         self.device = device
         index = device.index or 0
         launch = cuda_device.launch(index)
@@ -232,15 +238,15 @@ class Prepared:
                            [(slot(o), o.shape, o.dtype)])
             elif kind == "tiled_mm":
                 _, variants, dims, e, (va, vb) = st
-                til = matmul_kernel.tiling(dims)   # this plan's shape decides
+                til = matmul.tiling(dims)   # this plan's shape decides
                 name, values = variants[til]
-                grid, block = matmul_kernel.launch_shape(dims, til)
+                grid, block = matmul.launch_shape(dims, til)
                 o = e.out
                 iargs, ilays = ints(values)
                 kernel(name, grid, block, [slot(va), slot(vb), slot(o)] + iargs,
                        [lay(va), lay(vb), lay(o)] + ilays, [(slot(o), o.shape, o.dtype)])
             elif kind == "cublas":
-                ops.append(blas.prepare(st, slot, device, pool))
+                ops.append(cublas(st, slot, device, pool))
             elif kind == "index_map":
                 _, name, idx, e, values = st
                 o, src = e.out, e.inputs[0]

@@ -1,9 +1,9 @@
-"""backends.cuda.array: the payload of a CUDA tensor, and moving data to and from it.
+"""cuda.array: the payload of a CUDA tensor, and moving data to and from it.
 
-Room: compiler. A CUDA tensor's ``_data`` is a ``CudaArray``: a flat, C-ordered
-``numba.cuda`` device buffer (one element for a 0-d value) with the tensor's shape and
-NumPy dtype. Like the tracer's values it carries ``_ng_interpreter``, so every eager op
-on it goes through ``ops.dispatch.evaluate`` to ``cuda_eager``, which runs it as a
+Room: CUDA runtime (below the ops). A CUDA tensor's ``_data`` is a ``CudaArray``: a flat,
+C-ordered ``numba.cuda`` device buffer (one element for a 0-d value) with the tensor's
+shape and NumPy dtype. Like the tracer's values it carries ``_ng_interpreter``, so every
+eager op on it goes through ``ops.dispatch.evaluate`` to ``cuda.eager``, which runs it as a
 kernel of the CUDA backend; eager code needs no CUDA branch of its own.
 
 ``__cuda_array_interface__`` (version 3) goes both ways: a CUDA tensor exports its
@@ -18,9 +18,9 @@ import sys
 
 import numpy as np
 
-from numgrad.compiler.backends.cuda import device as cuda_device
-from numgrad.compiler.backends.cuda import allocator
-from numgrad.tensor import device as _device
+import numgrad.cuda.device as cuda_device
+import numgrad.cuda.allocator as allocator
+from numgrad.device_type import device as _device
 
 _KINDS = {"float32", "float64", "int64", "int32", "bool"}
 
@@ -30,13 +30,22 @@ class _Flags:
 
 
 _FLAGS = _Flags()
-_INTERPRETER = [None]
+
+
+def is_seed(a) -> bool:
+    """Whether ``a`` is the autograd engine's implicit seed, which every ``backward()``
+    shares and nobody writes. The engine sits above this runtime: ``numgrad.autograd``
+    replaces this function with ``engine.is_implicit_seed`` when it is imported."""
+    return False
 
 
 class CudaArray:
     __slots__ = ("_buf", "block", "shape", "dtype", "_ng_device", "owner", "__weakref__")
 
     _ng_standin = None      # views: C-contiguous, as a fresh result (ops.views.standin)
+    # Where dispatch sends every op on this payload: numgrad.cuda.eager sets its INTERPRETER
+    # here when it is imported (with the ops: ops.cuda_ops registers their part into it).
+    _ng_interpreter = None
     flags = _FLAGS
 
     def __init__(self, buf, shape, dtype, device, owner=None, block=None):
@@ -91,7 +100,7 @@ class CudaArray:
         ``backward()`` shares and which stays 1 (the tensor holding it is rebound)."""
         if type(src) is not CudaArray or src.dtype != self.dtype or src.size != self.size:
             return False
-        if _is_seed(self):
+        if is_seed(self):
             return False
         if self.size and src.ptr != self.ptr:
             _copy_into(self, src.buf)
@@ -107,14 +116,6 @@ class CudaArray:
         for s in self.shape:
             n *= s
         return n
-
-    @property
-    def _ng_interpreter(self):
-        interp = _INTERPRETER[0]
-        if interp is None:  # (cuda_eager imports this module: bound on first use)
-            from numgrad.compiler.backends.cuda import eager as cuda_eager
-            interp = _INTERPRETER[0] = cuda_eager.INTERPRETER
-        return interp
 
     def _ng_host(self):
         """A NumPy copy of the data (the tensor's values for printing, ``item``, ``cpu()``)."""
@@ -142,8 +143,7 @@ class CudaArray:
                 "strides": None, "version": 3, "stream": None}
 
     def astype(self, dtype):
-        from numgrad.compiler.backends.cuda import eager as cuda_eager
-        return cuda_eager.cast(self, np.dtype(dtype))
+        return self._ng_interpreter.cast(self, np.dtype(dtype))
 
     def __repr__(self):
         return f"CudaArray({self.shape}, {self.dtype}, {self._ng_device})"
@@ -168,11 +168,6 @@ def _copy_into(dst, data):
     else:
         with _cuda().gpus[index]:
             dst.buf.copy_to_device(data)
-
-
-def _is_seed(a):
-    from numgrad.autograd.engine import is_implicit_seed
-    return is_implicit_seed(a)
 
 
 def empty(shape, dtype, device):

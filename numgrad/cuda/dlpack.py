@@ -1,8 +1,9 @@
-"""backends.cuda.dlpack: DLPack capsules of CUDA tensors, both ways, built with ctypes.
+"""cuda.dlpack: DLPack capsules of CUDA tensors, both ways, built with ctypes.
 
-Room: compiler. numba-cuda has no DLPack exporter, so this module lays out DLPack's C
-structs itself (``dlpack.h``: ``DLTensor``, ``DLManagedTensor``, and from DLPack 1.0
-``DLManagedTensorVersioned``) with ``ctypes``, as the DLPack Python specification asks:
+Room: CUDA runtime (below the ops). numba-cuda has no DLPack exporter, so this module lays
+out DLPack's C structs itself (``dlpack.h``: ``DLTensor``, ``DLManagedTensor``, and from
+DLPack 1.0 ``DLManagedTensorVersioned``) with ``ctypes``, as the DLPack Python
+specification asks:
 
 - **Export** (``export``): a ``PyCapsule`` named ``"dltensor"`` holding a
   ``DLManagedTensor``, or, when the consumer passes ``max_version >= (1, 0)``, one named
@@ -39,7 +40,7 @@ import weakref
 
 import numpy as np
 
-from numgrad.compiler.backends.cuda import array as cuda_array
+import numgrad.cuda.array as cuda_array
 
 KDL_CUDA, KDL_CUDA_MANAGED = 2, 13
 READ_ONLY, IS_COPIED = 1, 2          # DLPACK_FLAG_BITMASK_*
@@ -174,7 +175,7 @@ def wait_for_numgrad(stream, index):
         raise ValueError(f"__dlpack__(): stream={stream} is not a CUDA stream DLPack allows "
                          "(0 is ambiguous): pass 1 for the legacy default stream, 2 for the "
                          "per-thread default stream, or a cudaStream_t handle")
-    from numgrad.compiler.backends.cuda import device as cuda_device
+    import numgrad.cuda.device as cuda_device
     if cuda_device.simulated():
         return          # the simulator runs every launch to completion
     from numba import cuda

@@ -1,9 +1,9 @@
-"""backends.cuda.allocator: numgrad's caching allocator for CUDA device memory.
+"""cuda.allocator: numgrad's caching allocator for CUDA device memory.
 
-Room: compiler. Every device buffer numgrad makes (eager results, a plan's outputs and
-scratch, ``to("cuda")``) comes from here, so that a steady loop of calls reuses memory
-instead of paying a ``cuMemAlloc`` (and, later, a ``cuMemFree``) per buffer per call.
-It is numgrad's own, not a Numba EMM plugin: a plugin is process-global and would
+Room: CUDA runtime (below the ops). Every device buffer numgrad makes (eager results, a
+plan's outputs and scratch, ``to("cuda")``) comes from here, so that a steady loop of calls
+reuses memory instead of paying a ``cuMemAlloc`` (and, later, a ``cuMemFree``) per buffer
+per call. It is numgrad's own, not a Numba EMM plugin: a plugin is process-global and would
 override a user's RMM or CuPy pool.
 
 - **Sizes are rounded** as PyTorch's allocator rounds them: up to 512 bytes, and
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numgrad import config
-from numgrad.compiler.backends.cuda import device as cuda_device
+import numgrad.config as config
+import numgrad.cuda.device as cuda_device
 
 _SMALL = 1 << 20          # requests up to this size come from the small pool
 _ROUND_SMALL = 512
@@ -227,5 +227,5 @@ def empty_cache():
 def _index(device):
     if isinstance(device, int):
         return device
-    from numgrad.tensor import device as _device
+    from numgrad.device_type import device as _device
     return _device(device).index or 0
