@@ -5,7 +5,7 @@ numba.cuda import); CUDA, or Numba's CUDA simulator, is numgrad's only accelerat
 """
 from __future__ import annotations
 
-from numgrad import devices  # imported with numgrad: ng.cuda then costs no import either
+import numgrad.devices as devices  # imported with numgrad: ng.cuda then costs no import either
 
 
 def is_available() -> bool:

@@ -4,10 +4,12 @@ Room: core. Imports tensor and dtypes.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from numgrad import dtypes as _dt
-from numgrad import defaults as _defaults
+import numgrad.dtypes as _dt
+import numgrad.defaults as _defaults
 from numgrad.tensor import Tensor, device as _device
 
 _rng = np.random.default_rng()
@@ -90,7 +92,7 @@ def _finish(arr, requires_grad, device):
     if device is None:
         device = _defaults.device  # ng.set_default_device's, None for the CPU
     if device is not None and _device(device).type != "cpu":
-        from numgrad import devices
+        import numgrad.devices as devices
         t = Tensor._make(devices.upload(arr, devices.target(device)))  # a leaf on the device
     if requires_grad:
         t._set_requires_grad(True)
@@ -108,10 +110,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """
     if not isinstance(data, (Tensor, np.ndarray, list, tuple)) and hasattr(
             data, "__cuda_array_interface__"):
-        from numgrad import devices
-        from numgrad.ops.elementwise import clone
+        import numgrad.devices as devices
         t = devices.wrap_cuda_interface(data)
-        t = clone(t) if dtype is None or _dt.as_dtype(dtype) is t.dtype else t.to(dtype)
+        t = t.clone() if dtype is None or _dt.as_dtype(dtype) is t.dtype else t.to(dtype)
         return _finish_device(t, requires_grad, device)
     return _finish(_to_array(data, dtype), requires_grad, device)
 
@@ -125,7 +126,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor) and (dtype is None or data.dtype is _dt.as_dtype(dtype)):
         return data
     if not isinstance(data, (Tensor, np.ndarray)) and hasattr(data, "__cuda_array_interface__"):
-        from numgrad import devices
+        import numgrad.devices as devices
         t = devices.wrap_cuda_interface(data)  # zero-copy: shares the exporter's memory
         if dtype is not None and _dt.as_dtype(dtype) is not t.dtype:
             t = t.to(dtype)
@@ -324,3 +325,7 @@ def randperm(n: int, *, generator: np.random.Generator | None = None, dtype=None
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     rng = generator if generator is not None else _generator()
     return _finish(rng.permutation(n).astype(d.np), requires_grad, device)
+
+
+# ``Tensor`` (below this module) reaches it through this slot (numgrad/tensor.py).
+Tensor._ng_creation = sys.modules[__name__]

@@ -6,7 +6,7 @@ and ``dtypes.default_float`` is the dtype Python floats and float factories take
 """
 from __future__ import annotations
 
-from numgrad import dtypes as _dt
+import numgrad.dtypes as _dt
 
 device = None  # None: the CPU (the fast path: nothing to upload)
 
@@ -48,7 +48,7 @@ def set_default_device(dev) -> None:
     if dev is None:
         device = None
         return
-    from numgrad import devices
+    import numgrad.devices as devices
     dev = devices.target(dev)
     device = None if dev.type == "cpu" else dev
 
@@ -59,5 +59,5 @@ def get_default_device() -> "device":
     >>> ng.get_default_device()
     device(type='cpu')
     """
-    from numgrad.tensor import device as _device
+    from numgrad.device_type import device as _device
     return device if device is not None else _device("cpu")

@@ -26,16 +26,6 @@ def cuda_summary() -> str:
     return f"{lc.name}, compute capability {lc.cc[0]}.{lc.cc[1]}, {lc.sms} SMs"
 
 
-def transfer(t, device):
-    """``t`` on ``device``: a differentiable copy (``ToCopyBackward0``); ``t`` itself when
-    it is there already."""
-    from numgrad.ops.device_copy import to_device
-    device = target(device)
-    if device == t.device:
-        return t
-    return to_device(t, device=str(device), src=str(t.device))
-
-
 def target(device):
     """The device a factory asked for, checked (the clear error when there is none)."""
     from numgrad.device_type import device as _device

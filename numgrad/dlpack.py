@@ -12,6 +12,8 @@ in Numba's simulator only: they have not been run against PyTorch, CuPy or JAX o
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from numgrad.tensor import Tensor
@@ -52,7 +54,7 @@ def export(t: Tensor, *, stream=None, max_version=None, dl_device=None, copy=Non
 
 
 def _export_cuda(t, stream, max_version, dl_device, copy):
-    from numgrad import devices
+    import numgrad.devices as devices
 
     if not hasattr(t._data, "_ng_device"):
         t._concrete("array")    # under @ng.jit: the tracer's error (a traced value)
@@ -102,7 +104,7 @@ def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
                     "the tensor itself instead)" if what == "PyCapsule" else "")
             raise TypeError(f"from_dlpack(): expected an object with __dlpack__ and "
                             f"__dlpack_device__ (a DLPack producer), got {what}{hint}")
-        from numgrad import devices
+        import numgrad.devices as devices
         t = devices.wrap_cuda_interface(obj)
         if copy:
             t = t.clone()
@@ -139,7 +141,7 @@ def _wrap_host(a: np.ndarray, copy) -> Tensor:
 
 
 def _from_cuda(obj, copy):
-    from numgrad import devices
+    import numgrad.devices as devices
 
     t, read_only = devices.cuda_from_dlpack(obj)
     if read_only or copy:
@@ -150,3 +152,6 @@ def _from_cuda(obj, copy):
         t = t.clone()
     return t
 
+
+# ``Tensor`` (below this module) reaches it through this slot (numgrad/tensor.py).
+Tensor._ng_dlpack = sys.modules[__name__]

@@ -8,8 +8,11 @@ wrapped at ``linewidth``, suffixes moved to a new line when they would not fit.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
+
+from numgrad.tensor import Tensor as _Tensor
 
 _DEFAULTS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80,
              "sci_mode": None}
@@ -161,7 +164,8 @@ def _add_suffixes(text, suffixes, indent):
 
 def tensor_repr(t) -> str:
     """``tensor([...], dtype=..., requires_grad=True)`` laid out as PyTorch lays it out."""
-    from numgrad import defaults as _defaults, dtypes as _dt
+    import numgrad.defaults as _defaults
+    import numgrad.dtypes as _dt
     data = t._data
     prefix = "tensor("
     suffixes = []
@@ -193,3 +197,7 @@ def tensor_repr(t) -> str:
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, len(prefix))
+
+
+# ``Tensor`` (below this module) reaches it through this slot (numgrad/tensor.py).
+_Tensor._ng_printing = sys.modules[__name__]

@@ -378,7 +378,7 @@ def _read_into(fh, dt, shape, fail, what):
 def _tensor(a, dev, grad, fail, i):
     t = Tensor._make(a)  # a fresh array of its own: no copy
     if dev != "cpu":
-        from numgrad import devices
+        import numgrad.devices as devices
         if dev.startswith("cuda") and not devices.cuda_is_available():
             raise fail(f"tensor {i} was saved on {dev}, and no CUDA device is available; "
                        "pass map_location='cpu' to load it on the CPU")
@@ -472,7 +472,7 @@ def _read_npy(fp, size, fail, what):
         raise fail(f"{what} holds Python objects, stored as a pickle. {_PICKLE_HINT}")
     if len(shape) > _MAX_DIMS:
         raise fail(f"{what} has {len(shape)} dimensions; a tensor has at most {_MAX_DIMS}")
-    from numgrad import dtypes
+    import numgrad.dtypes as dtypes
     try:
         target = dtypes.from_numpy_dtype(dtype)  # numgrad's rules: float16 -> float32, ...
     except TypeError as e:

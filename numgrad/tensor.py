@@ -1,8 +1,10 @@
 """tensor: the Tensor, its device and its version counter.
 
-Room: core. Imports dtypes, grad_mode and printing; reaches the autograd engine
-only lazily inside ``backward``. Operator methods (``__add__``, ``exp``, ...) are
-bound onto ``Tensor`` by ``numgrad.ops.methods`` so that each op is defined once.
+Room: core. Imports dtypes, size, device_type and tracing_hook, nothing above it: the
+modules above that some methods run (the autograd engine for ``backward``, printing,
+creation, DLPack) enter themselves into ``Tensor``'s slots when imported. Operator
+methods (``__add__``, ``exp``, ...) are bound onto ``Tensor`` by ``numgrad.ops.methods``
+so that each op is defined once.
 
 A Tensor's payload ``_data`` is a NumPy array in eager mode. While ``@ng.jit``
 traces, the payload is an IR value with the same ``shape``/``dtype``/``ndim``
@@ -15,8 +17,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from numgrad import dtypes as _dt
-from numgrad import tracing_hook
+import numgrad.dtypes as _dt
+import numgrad.tracing_hook as tracing_hook
 from numgrad.size import Size
 from numgrad.device_type import device
 
@@ -87,9 +89,15 @@ class Tensor:
     # Make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__).
     __array_priority__ = 1000
 
+    # The modules above this one that some methods run, entered by each of them when it is
+    # imported (they import this module, so it cannot import them; ``import numgrad`` loads
+    # them all before a tensor is used): ``numgrad.autograd`` the engine and its node hooks,
+    # ``numgrad.creation`` the conversion of data, ``numgrad.printing`` the repr,
+    # ``numgrad.dlpack`` the capsules.
+    _ng_engine = _ng_node_hooks = _ng_creation = _ng_printing = _ng_dlpack = None
+
     def __init__(self, data, dtype=None, requires_grad=False):
-        from numgrad.creation import _to_array  # creation builds on Tensor
-        fresh = Tensor._make(_to_array(data, dtype))  # one place sets up the slots
+        fresh = Tensor._make(Tensor._ng_creation._to_array(data, dtype))  # sets up the slots
         for name in Tensor._PAYLOAD_SLOTS:
             setattr(self, name, getattr(fresh, name))
         if requires_grad:
@@ -313,12 +321,11 @@ class Tensor:
         >>> w = ng.ones(2, requires_grad=True)
         >>> h = w.register_post_accumulate_grad_hook(lambda t: print(t.grad))
         """
-        from numgrad.autograd.node_hooks import register_post_accumulate_grad_hook
-        return register_post_accumulate_grad_hook(self, hook)
+        return Tensor._ng_node_hooks.register_post_accumulate_grad_hook(self, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``; see ``ng.autograd.backward``."""
-        engine = _engine()
+        engine = Tensor._ng_engine
         if gradient is None and inputs is None and not create_graph:
             engine.backward_scalar(self, retain_graph)
         else:
@@ -422,15 +429,13 @@ class Tensor:
         zero-copy on the CPU and on CUDA (``max_version >= (1, 0)`` gets a versioned
         capsule; ``stream`` is the consumer's CUDA stream). Raises BufferError for a
         tensor that requires grad (as PyTorch)."""
-        from numgrad import dlpack
-        return dlpack.export(self, stream=stream, max_version=max_version,
+        return Tensor._ng_dlpack.export(self, stream=stream, max_version=max_version,
                              dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple:
         """``(device_type, device_id)`` as DLPack numbers them: ``(1, 0)`` on the CPU,
         ``(2, index)`` on CUDA."""
-        from numgrad import dlpack
-        return dlpack.device_of(self)
+        return Tensor._ng_dlpack.device_of(self)
 
     def __format__(self, format_spec):
         """``f"{loss:.4f}"``: a 0-d tensor formats as its Python number (as PyTorch); other
@@ -482,25 +487,13 @@ class Tensor:
         return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self):
-        from numgrad.printing import tensor_repr
-        return tensor_repr(self)
+        return Tensor._ng_printing.tensor_repr(self)
 
     def __reduce_ex__(self, proto):
         return (_rebuild, (self.detach().numpy().copy(), self._requires_grad))
 
     __str__ = __repr__
 
-
-def _engine():
-    # Imported on first use (autograd builds on tensor), then kept: backward() is hot.
-    global _ENGINE
-    if _ENGINE is None:
-        from numgrad.autograd import engine
-        _ENGINE = engine
-    return _ENGINE
-
-
-_ENGINE = None
 
 
 def _rebuild(array, requires_grad):

@@ -7,6 +7,10 @@ submodule name); ``numgrad.jit`` is checked too. Numba itself must not load eith
 Importing the eager rooms must not pull in the compiler, checked both at run time (a fresh
 interpreter's sys.modules) and statically (no import statement that reaches numgrad.jit).
 
+No import cycle, counting imports inside functions (``test_no_import_cycle``), and no
+import from the eager core (tensor, ops, autograd, creation, devices, the CUDA runtime)
+into the compiler, nn, optim or distributed.
+
 The backends are packages that do not know each other: ``compiler/backends/cpu`` never
 imports ``compiler/backends/cuda`` nor the other way round (what both need lives in
 ``compiler/backends`` itself). The eager CUDA runtime (``numgrad/cuda``) sits below the
@@ -179,11 +183,153 @@ def test_the_compilers_cuda_backend_is_reached_only_from_the_package():
     assert importers == ["numgrad/__init__.py"]
 
 
-def test_the_ops_room_never_imports_nn_optim_or_distributed():
-    # Not even inside a function: Tensor.softmax and log_softmax are ops composites that
-    # nn.functional re-exports, so the ops room needs nothing from above it.
-    bad = [(str(f.relative_to(PKG)), line, mod)
-           for f in sorted((PKG / "ops").rglob("*.py")) + [PKG / "tensor.py"]
-           for line, mod in _imports(f)
-           if any(_under(mod, f"numgrad.{room}") for room in ("nn", "optim", "distributed"))]
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(f): f for f in sorted(PKG.rglob("*.py"))}
+
+
+def _graph() -> dict[str, dict[str, list[int]]]:
+    """module -> {imported module: [line, ...]}: every import statement of numgrad/, those
+    inside functions too. A package counts as a module (its ``__init__``); an import of
+    ``a.b.c`` is an edge to the longest prefix of it that is a module, and ``from a import
+    b`` names both ``a`` and ``a.b``."""
+    graph = {}
+    for mod, path in MODULES.items():
+        out = graph.setdefault(mod, {})
+        for line, target in _imports(path):
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != mod:
+                out.setdefault(target, []).append(line)
+    return graph
+
+
+def _strongly_connected(graph) -> list[list[str]]:
+    """Tarjan's strongly connected components, iteratively (no recursion limit)."""
+    index, low, on_stack, stack, out = {}, {}, set(), [], []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(graph[child])))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                out.append(sorted(comp))
+    return out
+
+
+def test_the_cycle_finder_finds_cycles():
+    graph = {"a": {"b": [1]}, "b": {"c": [2]}, "c": {"a": [3]}, "d": {"a": [4]}}
+    assert sorted(len(c) for c in _strongly_connected(graph)) == [1, 3]
+
+
+def test_no_import_cycle():
+    """No two modules of numgrad import each other, directly or around a loop, not even
+    inside a function: what a lower module needs from a higher one is entered into it
+    (docs/architecture.md, "The rule")."""
+    graph = _graph()
+    cycles = [c for c in _strongly_connected(graph) if len(c) > 1]
+    where = [f"{a} -> {b} (line {', '.join(map(str, graph[a][b]))})"
+             for c in cycles for a in c for b in graph[a] if b in c]
+    assert cycles == [], "import cycles:\n" + "\n".join(where)
+
+
+LOWER = ("numgrad.tensor", "numgrad.ops", "numgrad.autograd", "numgrad.creation",
+         "numgrad.devices", RUNTIME)
+UPPER = ("numgrad.compiler", "numgrad.nn", "numgrad.optim", "numgrad.distributed")
+
+
+def test_no_import_climbs_from_the_eager_core():
+    """Tensor, ops, autograd, creation, devices and the CUDA runtime never import the
+    compiler, nn, optim or distributed (not even inside a function)."""
+    bad = [f"{a} -> {b}" for a, targets in sorted(_graph().items())
+           if any(_under(a, low) for low in LOWER)
+           for b in targets if any(_under(b, up) for up in UPPER)]
     assert bad == []
+
+
+# The programs at the top, which may use the package as a user does.
+ENTRY_POINTS = {"numgrad/__init__.py", "numgrad/__main__.py", "numgrad/demo.py",
+                "numgrad/notebooks.py"}
+
+
+def test_library_modules_import_the_defining_module_not_the_package():
+    """``import numgrad`` / ``from numgrad import x`` in a library module reaches
+    numgrad/__init__.py, which imports everything: a module imports what it uses from the
+    module that defines it."""
+    bad = [f"{f.relative_to(PKG.parent)}:{line}" for f in MODULES.values()
+           if str(f.relative_to(PKG.parent)) not in ENTRY_POINTS
+           for line, mod in _imports(f) if mod == "numgrad"]
+    assert bad == []
+
+
+def test_ng_cuda_answers_without_numba_cuda():
+    """``ng.cuda`` is the runtime package; ``is_available`` and ``device_count`` answer
+    without importing numba.cuda where no NVIDIA driver is present (as torch answers)."""
+    import os
+    if any(os.path.exists(f) for f in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg")):
+        pytest.skip("an NVIDIA driver is present: the probe asks numba.cuda")
+    code = ("import sys, numgrad as ng\n"
+            "print(ng.cuda.is_available(), ng.cuda.device_count(),"
+            " 'numba.cuda' in sys.modules, 'numba' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "0", "False", "False"]
+
+
+def _reads_numgrad_env(node) -> bool:
+    # os.environ.get("NUMGRAD_X"), os.getenv("NUMGRAD_X"), os.environ["NUMGRAD_X"] (a read)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args and (
+            (node.func.attr == "get" and isinstance(node.func.value, ast.Attribute)
+             and node.func.value.attr == "environ") or node.func.attr == "getenv"):
+        key = node.args[0]
+    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+            and isinstance(node.value, ast.Attribute) and node.value.attr == "environ":
+        key = node.slice
+    else:
+        return False
+    return isinstance(key, ast.Constant) and str(key.value).startswith("NUMGRAD_")
+
+
+def test_one_config_channel():
+    """Every NUMGRAD_* setting is read through ``numgrad.config`` (declared once, parsed
+    with one error text), and no module holds an on/off switch of its own (``ENABLED =
+    True``): a switch is a config flag or a plain parameter."""
+    env = [f"{f.relative_to(PKG)}:{n.lineno}" for f in MODULES.values()
+           if f.name != "config.py" or f.parent != PKG
+           for n in ast.walk(ast.parse(f.read_text())) if _reads_numgrad_env(n)]
+    switches = [f"{f.relative_to(PKG)}:{n.lineno}" for f in MODULES.values()
+                for n in ast.parse(f.read_text()).body
+                if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+                and isinstance(n.value.value, bool)
+                and any(isinstance(t, ast.Name) and t.id.isupper()
+                        and any(w in t.id for w in ("ENABLE", "DISABLE", "USE_"))
+                        for t in n.targets)]
+    assert (env, switches) == ([], [])

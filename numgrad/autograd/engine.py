@@ -17,13 +17,14 @@ import sys
 
 import numpy as np
 
-from numgrad import ops as _ops
-from numgrad import tracing_hook
+import numgrad.ops as _ops
+import numgrad.tracing_hook as tracing_hook
 
-from numgrad.autograd import anomaly, node_hooks
-from numgrad.profiler import recorder
+import numgrad.autograd.anomaly as anomaly
+import numgrad.autograd.node_hooks as node_hooks
+import numgrad.profiler.recorder as recorder
 from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
-from numgrad.ops import views as _views
+import numgrad.ops.views as _views
 from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
 from numgrad.tensor import Tensor
 

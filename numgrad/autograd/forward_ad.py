@@ -17,7 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from numgrad import tracing_hook
+import numgrad.tracing_hook as tracing_hook
 from numgrad.grad_mode import enable_grad
 from numgrad.tensor import Tensor
 
@@ -152,7 +152,7 @@ def zeros_leaf(like):
 def _transposed_vjp(prim, primals, out, tangents, params):
     """``sum_i J_i t_i`` from the vjp rules: each rule's result is linear in ``g``, so its
     vjp w.r.t. ``g`` with cotangent ``t_i`` is ``J_i t_i``."""
-    from numgrad.autograd import engine
+    import numgrad.autograd.engine as engine
     from numgrad.ops.dispatch import OpNode
     xs = [Tensor._make(p) for p in primals]
     with enable_grad():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from numgrad import tracing_hook
+import numgrad.tracing_hook as tracing_hook
 from numgrad.autograd.graph import Node, SavedTensor, _sequence, edge_of
 from numgrad.grad_mode import is_grad_enabled, no_grad
 from numgrad.tensor import Tensor
@@ -137,7 +137,7 @@ def _zeros(zeros, meta):
 
 
 def _dtype_of(np_dtype):
-    from numgrad import dtypes
+    import numgrad.dtypes as dtypes
     return dtypes.from_numpy_dtype(np_dtype)
 
 

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from numgrad.autograd import engine
+import numgrad.autograd.engine as engine
 from numgrad.tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]

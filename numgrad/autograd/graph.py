@@ -14,8 +14,8 @@ import itertools
 import weakref
 from collections import OrderedDict
 
-from numgrad import dtypes
-from numgrad.autograd import anomaly
+import numgrad.dtypes as dtypes
+import numgrad.autograd.anomaly as anomaly
 from numgrad.tensor import Tensor
 
 
@@ -336,5 +336,5 @@ class save_on_cpu(saved_tensors_hooks):
 
 
 def _holds_values(t):
-    from numgrad import tracing_hook
+    import numgrad.tracing_hook as tracing_hook
     return tracing_hook.concrete(t._data)

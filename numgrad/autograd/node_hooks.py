@@ -9,7 +9,7 @@ plan, called at run time with the real gradient, as a tensor hook is.
 """
 from __future__ import annotations
 
-from numgrad import tracing_hook
+import numgrad.tracing_hook as tracing_hook
 from numgrad.autograd.graph import NODE_POST, NODE_PRE, POST_ACCUMULATE
 from numgrad.errors import TracingError
 from numgrad.tensor import Tensor

@@ -13,15 +13,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from numgrad.autograd import engine
+import numgrad.autograd.engine as engine
 from numgrad.autograd.graph import Node
-from numgrad.compiler import pytree
+import numgrad.compiler.pytree as pytree
 from numgrad.compiler.ir import Graph
 from numgrad.compiler.random_watch import RandomWatch
 from numgrad.compiler.tracer import Tracer, TracingError
 from numgrad.grad_mode import set_grad_enabled
 from numgrad.ops.views import layout_standin
 from numgrad.tensor import Tensor
+
+
+def active_backward_node():
+    """The CompiledFunctionBackward whose program runs on this thread, if any: none until
+    ``compiler.runtime`` (which builds on this module, and runs those programs) enters its
+    own function here when it is imported."""
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,7 +216,6 @@ class OutputHooks:
         self.slot = slot
 
     def __call__(self, g):
-        from numgrad.compiler.runtime import active_backward_node
         node = active_backward_node()
         if node is None:
             return None

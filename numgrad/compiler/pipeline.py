@@ -20,36 +20,10 @@ knob ``ng.jit`` passes down to it.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from numgrad.profiler import recorder
-
-
-@dataclass(frozen=True)
-class Options:
-    """What ``ng.jit(...)`` passes down to the backends, plus per-graph facts."""
-    parallel: object = "auto"     # "auto" | True | False
-    fastmath: bool = False
-    cache: bool = True            # read and write the disk cache
-    verbose: bool = False
-    vector_math: bool = True
-    name: str = "fn"              # the function's name (kernel names derive from it)
-    role: str = "fwd"             # "fwd" | "bwd" | "fwd_nograd"...
-    generic: bool = False         # shape-generic: extents read at run time
-
-    def but(self, **changes):
-        """A copy with ``changes``."""
-        return replace(self, **changes)
-
-    @classmethod
-    def of(cls, options):
-        """``options`` as Options (None: the defaults); knobs are set with ``Options(...)``
-        or ``options.but(...)``, one channel, never a dict."""
-        if options is None:
-            return cls()
-        if not isinstance(options, cls):
-            raise TypeError(f"options must be an Options, not {type(options).__name__}")
-        return options
+import numgrad.profiler.recorder as recorder
+from numgrad.compiler.options import Options  # noqa: F401  (pipeline.Options)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,8 +46,8 @@ def trace(fn, args, kwargs, grad_mode, name, weak=frozenset()):
     """``(traced, guard)``: ``fn`` run on tracers, with the guard scan around it (what the
     trace read that a later call must find unchanged); ``weak``: leaf positions of Python
     floats traced as values (``autodiff.trace``)."""
-    from numgrad.compiler import autodiff as _autodiff
-    from numgrad.compiler import guards
+    import numgrad.compiler.autodiff as _autodiff
+    import numgrad.compiler.guards as guards
     scan = guards.scan(fn, args, kwargs)
     tr = _autodiff.trace(fn, args, kwargs, grad_mode, name,
                          reachable={i: t for i, (t, _) in scan.tensors.items()}, weak=weak)
@@ -87,7 +61,7 @@ def trace(fn, args, kwargs, grad_mode, name, weak=frozenset()):
 def autodiff(traced, grad, remat, extra_outputs):
     """``(forward, backward or None, n_saved)``; ``extra_outputs``: values the forward
     also returns (in-place writebacks)."""
-    from numgrad.compiler import autodiff as _autodiff
+    import numgrad.compiler.autodiff as _autodiff
     if grad:
         fwd, bwd, n_saved = _autodiff.partition(traced, remat=remat)
     else:
@@ -105,7 +79,7 @@ def schedule(graph, backend, options):
     """The fusion plan a backend renders (the graph itself for one that interprets it)."""
     if not backend.SCHEDULED:
         return graph
-    from numgrad.compiler import schedule as _schedule
+    import numgrad.compiler.schedule as _schedule
     return _schedule.build(graph, options if backend.SHAPE_GENERIC
                            else options.but(generic=False),
                            shape_inputs=backend.SHAPE_CONSTANT_INPUTS)

@@ -26,7 +26,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from numgrad import config
+import numgrad.config as config
 from numgrad.compiler.guards import scalar_key
 from numgrad.tensor import Tensor
 

@@ -18,7 +18,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from numgrad import config
+import numgrad.config as config
 
 _ROLE = {"fwd": "forward", "bwd": "backward", "fwd_nograd": "forward",
          "tier": "multi-threaded tier", "joint": "forward and backward in one pass"}

@@ -85,7 +85,7 @@ def _numpy_state():
 
 def _generators():
     """``{what: generator}``, read now (``ng.manual_seed`` replaces numgrad's)."""
-    from numgrad import creation
+    import numgrad.creation as creation
     return {PYTHON: random._inst, NUMPY: np.random.mtrand._rand, NUMGRAD: creation._rng}
 
 
@@ -123,7 +123,7 @@ class RandomWatch:
     the tracing thread drew from a global random generator."""
 
     def __enter__(self):
-        from numgrad import creation
+        import numgrad.creation as creation
         self.drawn = self.where = None
         self._py = random._inst
         self._np = np.random.mtrand._rand

@@ -23,10 +23,17 @@ import time
 
 import numpy as np
 
-from numgrad import config, devices, tracing_hook
-from numgrad.autograd import anomaly
+import numgrad.config as config
+import numgrad.devices as devices
+import numgrad.tracing_hook as tracing_hook
+import numgrad.autograd.anomaly as anomaly
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of, inplace_hint
-from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
+import numgrad.compiler.autodiff as autodiff
+import numgrad.compiler.guards as guards
+import numgrad.compiler.pipeline as pipeline
+import numgrad.compiler.progress as progress
+import numgrad.compiler.pytree as pytree
+import numgrad.compiler.tracebacks as tracebacks
 from numgrad.compiler.backends import get_backend
 from numgrad.compiler.passes import optimize
 from numgrad.compiler.pipeline import Options
@@ -544,7 +551,7 @@ class Plan:
         return labels
 
     def schedule(self):
-        from numgrad.compiler import schedule as _schedule
+        import numgrad.compiler.schedule as _schedule
         graphs = (self.fwd_graph, self.bwd_graph) if self.grad else (self.fwd_graph,)
         out = []
         for role, prog, graph in zip(("fwd", "bwd"), self.programs, graphs):
@@ -664,7 +671,7 @@ class Plan:
         cot_of, grad_pos, hidden = self.traced.cotangent_of, self.grad_pos, self.traced.hidden
 
         def backward_of(*ts_and_cts):
-            from numgrad.autograd import engine
+            import numgrad.autograd.engine as engine
             ts, cts = ts_and_cts[:n_t], ts_and_cts[n_t:]
             # The captured tensors come in as arguments: fn, which reads them from outside,
             # must see these stand-ins, so that the grads w.r.t. them are taken.
@@ -851,3 +858,7 @@ class CompiledFunctionBackward(Node):
         self._saved = None
         self._arrays = None
         self._spec = None
+
+
+# The output hooks of a traced backward (compiler.autodiff, below) ask which node runs.
+autodiff.active_backward_node = active_backward_node

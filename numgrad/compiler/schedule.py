@@ -85,6 +85,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from numgrad.compiler.options import Options
 from numgrad.compiler.passes.detach_copies import drop_detach_copies
 
 # Dtypes kernels handle (others run their equations on the host).
@@ -104,7 +105,6 @@ PARALLEL_MIN_WORK_BESIDE_BLAS = 1 << 22
 # bodies stay inline, and very long ones must go out anyway (docs/design-notes.md,
 # "Chunk functions and streams").
 PARALLEL_INLINE_MAX_BODY = 24
-INTERLEAVE_LONG_BODIES = True
 # Two streams: four no longer fit the registers and compile far longer (same section).
 STREAMS = 2
 # A parallel flat loop whose transcendentals weigh at least this much (the registry's
@@ -536,7 +536,7 @@ def _loop(index, g, kernel, graph, needed_outside, materialized, sched):
     # be outlined.
     long_body = len(members) > PARALLEL_INLINE_MAX_BODY
     heavy = sum(e.prim.cost.weight for e in members if e.prim.cost.weight > 1)
-    interleave = (loop.parallel and flat and INTERLEAVE_LONG_BODIES
+    interleave = (loop.parallel and flat
                   and (long_body or (INTERLEAVE_MIN_HEAVY_WEIGHT is not None
                                     and heavy >= INTERLEAVE_MIN_HEAVY_WEIGHT)))
     loop.chunked = loop.parallel and bool(full_reds or long_body or interleave)
@@ -614,7 +614,7 @@ def _plan_kernel(kernel, graph, sched):
 
 
 def build(graph, options=None, shape_inputs=False):
-    """The schedule of ``graph`` under ``options`` (a ``pipeline.Options``; None: defaults).
+    """The schedule of ``graph`` under ``options`` (a ``compiler.options.Options``; None: defaults).
 
     ``shape_inputs`` (a backend's ``SHAPE_CONSTANT_INPUTS``): in a shape-generic schedule,
     the one-element constants computed from shapes (``Var.from_shape``: a mean's count)
@@ -624,7 +624,6 @@ def build(graph, options=None, shape_inputs=False):
     the first shape is already generic where a DataLoader marks its batches, and a
     constant that is the same for every shape (``0.5``, the ``2`` of ``x ** 2``) stays
     a literal LLVM can fold. A static schedule spells every one as a literal."""
-    from numgrad.compiler.pipeline import Options
     options = options or Options()
     graph = drop_detach_copies(graph)
     steps = split_stages(graph, shape_inputs and options.generic)

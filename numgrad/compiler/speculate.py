@@ -30,9 +30,9 @@ import threading
 
 import numpy as np
 
-from numgrad import config
+import numgrad.config as config
 from numgrad.autograd.engine import is_implicit_seed
-from numgrad.compiler import pipeline
+import numgrad.compiler.pipeline as pipeline
 
 # Speculative calls whose backward has not come yet; over this the plan stops.
 MAX_PENDING = 4
@@ -74,7 +74,7 @@ class Speculation:
         grads = [v for v in tr.grads if v is not None]
 
         def build():
-            from numgrad.compiler import autodiff
+            import numgrad.compiler.autodiff as autodiff
             from numgrad.compiler.passes import optimize
             fwd, _, n_saved = autodiff.partition(tr, remat=remat)
             saved = fwd.outputs[len(tr.outputs):len(tr.outputs) + n_saved]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import types
 
-from numgrad import config
+import numgrad.config as config
 from numgrad.errors import TracingError
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -11,12 +11,12 @@ import threading
 
 import numpy as np
 
-from numgrad import tracing_hook
+import numgrad.tracing_hook as tracing_hook
 from numgrad.compiler.ir import Eqn, Graph, Var
 from numgrad.errors import TracingError
 from numgrad.errors import user_location as where_in_user_code
 from numgrad.grad_mode import is_grad_enabled
-from numgrad.ops import structural
+import numgrad.ops.structural as structural
 from numgrad.ops.dispatch import broadcast_shapes
 from numgrad.ops.views import result_standin
 
@@ -209,7 +209,7 @@ class Tracer:
     def detached(self, tensor, out):
         """``out = tensor.detach()`` shares storage eagerly: record it as an alias, so that
         in-place ops on either one reach the other (``ops.views``)."""
-        from numgrad.ops import views
+        import numgrad.ops.views as views
         views.record(out, tensor, views.DETACH, {})
 
     def concrete_access(self, var, reason=None):

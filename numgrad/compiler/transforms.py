@@ -12,8 +12,8 @@ import threading
 
 import numpy as np
 
-from numgrad import tracing_hook
-from numgrad.autograd import engine
+import numgrad.tracing_hook as tracing_hook
+import numgrad.autograd.engine as engine
 # Keeps what ng.func.jvp / vmap attach to a payload (ng.func.jacfwd(ng.grad(f))).
 from numgrad.autograd.forward_ad import transform_detach
 from numgrad.compiler.tracer import current_tracer

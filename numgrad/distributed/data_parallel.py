@@ -46,11 +46,13 @@ import uuid
 
 import numpy as np
 
-from numgrad import config
+import numgrad.config as config
 from numgrad.compiler import jit
-from numgrad.compiler import pytree
+import numgrad.compiler.pytree as pytree
 from numgrad.creation import from_numpy
-from numgrad.distributed import errors, pickling, shard
+import numgrad.distributed.errors as errors
+import numgrad.distributed.pickling as pickling
+import numgrad.distributed.shard as shard
 from numgrad.tensor import Tensor
 
 _PROBE = "__import__('numgrad').__version__"
@@ -245,7 +247,7 @@ class DataParallel:
         worker, one per argument signature it has run (shards of one size share one): the
         ``ng.jit`` stats plus ``compiled``, plans compiled on that worker rather than
         loaded from the disk cache."""
-        from numgrad.distributed import worker
+        import numgrad.distributed.worker as worker
 
         out = {}
         for token, _ in self._payloads.values():
@@ -263,7 +265,7 @@ class DataParallel:
         >>> data = dp.shards(load_part, range(4))        # doctest: +SKIP
         >>> value, grads = dp(W, b, shards=data)         # doctest: +SKIP
         """
-        from numgrad.distributed import worker
+        import numgrad.distributed.worker as worker
 
         keys = list(keys)
         if not keys:
@@ -373,7 +375,7 @@ class DataParallel:
     def __call__(self, *args, shards: Shards | None = None):
         """``(value, grads)`` of the loss over the whole batch, as
         ``ng.value_and_grad(loss, argnums)(*args)`` gives."""
-        from numgrad.distributed import worker
+        import numgrad.distributed.worker as worker
 
         client = self.client
         args = self._seat(args, shards)

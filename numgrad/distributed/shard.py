@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numgrad.compiler import pytree, value_and_grad
+from numgrad.compiler import value_and_grad
+import numgrad.compiler.pytree as pytree
 
 
 def as_array(x, what: str) -> np.ndarray:

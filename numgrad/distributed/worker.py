@@ -14,7 +14,8 @@ import numpy as np
 from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from numgrad.distributed import pickling, shard
+import numgrad.distributed.pickling as pickling
+import numgrad.distributed.shard as shard
 from numgrad.distributed.errors import ShardFailed, shard_failed
 
 _threads = None  # this worker's Numba thread count, set up by NumgradSetup

@@ -15,7 +15,7 @@ import functools
 import math
 
 from numgrad.autograd.forward_ad import detach_payload, lift_payload, next_depth
-from numgrad.func import batching
+import numgrad.func.batching as batching
 from numgrad.autograd.graph import Node, edge_of
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor

@@ -5,7 +5,7 @@ Room: nn. Parameter-free modules over ``nn.functional``.
 """
 from __future__ import annotations
 
-from numgrad.nn import functional as F
+import numgrad.nn.functional as F
 from numgrad.nn.module import Module
 
 

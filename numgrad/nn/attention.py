@@ -10,8 +10,10 @@ from __future__ import annotations
 import copy
 import math
 
-from numgrad import creation, ops
-from numgrad.nn import functional as F, init
+import numgrad.creation as creation
+import numgrad.ops as ops
+import numgrad.nn.functional as F
+import numgrad.nn.init as init
 from numgrad.nn.containers import ModuleList
 from numgrad.nn.layers import Dropout, LayerNorm, Linear, _param
 from numgrad.nn.module import Module
@@ -320,3 +322,6 @@ class TransformerEncoder(Module):
             x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                       is_causal=bool(is_causal))
         return x if self.norm is None else self.norm(x)
+
+
+F.scaled_dot_product_attention = scaled_dot_product_attention  # torch.nn.functional's name

@@ -6,7 +6,7 @@ Room: nn. Each owns its weight and bias, initialised as PyTorch does (kaiming-un
 """
 from __future__ import annotations
 
-from numgrad.nn import functional_conv as F
+import numgrad.nn.functional_conv as F
 from numgrad.nn.layers import Linear, _param
 from numgrad.nn.module import Module
 

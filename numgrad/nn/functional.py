@@ -5,7 +5,7 @@ higher-order gradients and its compiled form come from the primitives' rules.
 """
 from __future__ import annotations
 
-from numgrad import ops
+import numgrad.ops as ops
 from numgrad.ops.conv import named as _named
 from numgrad.tensor import Tensor
 from numgrad.ops.index_check import check_targets as _check_targets
@@ -349,8 +349,6 @@ from numgrad.nn.functional_conv import (  # noqa: E402,F401
     pad, conv1d, conv2d, conv_transpose2d, max_pool1d, max_pool2d, avg_pool1d, avg_pool2d,
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, unfold, fold, interpolate,
 )
-from numgrad.nn.functional_norm import (  # noqa: E402,F401
-    batch_norm, group_norm, dropout1d, dropout2d, hardtanh, huber_loss, kl_div,
-)
-# ------------------------------------------------- attention
-from numgrad.nn.attention import scaled_dot_product_attention  # noqa: E402,F401
+# batch_norm, group_norm, dropout1d, dropout2d, hardtanh, huber_loss, kl_div (nn.functional_norm)
+# and scaled_dot_product_attention (nn.attention) are entered here by their modules, which
+# build on this one (nn/__init__ imports both): this module imports nothing of nn.

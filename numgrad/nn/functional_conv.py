@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from numgrad import ops
+import numgrad.ops as ops
 from numgrad.ops.conv import col2im, im2col, named, window_shape
 from numgrad.ops.indexing import index_add_p
 from numgrad.tensor import Tensor

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import warnings
 
-from numgrad import ops
+import numgrad.nn.functional as F
+import numgrad.ops as ops
 from numgrad.grad_mode import no_grad
 from numgrad.ops.conv import named
 from numgrad.tensor import Tensor
 
 
 def _reduce(loss, reduction):
-    from numgrad.nn.functional import _reduce as reduce_
-    return reduce_(loss, reduction)
+    return F._reduce(loss, reduction)
 
 
 def _normalize(x, dims, eps):
@@ -101,7 +101,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
 
 
 def _channel_dropout(input, p, training, inplace, n, name):
-    from numgrad.nn.functional import dropout
+    dropout = F.dropout
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if input.ndim not in (n + 1, n + 2):
@@ -207,3 +207,8 @@ def _legacy_reduction(size_average, reduce):
     warnings.warn(f"size_average and reduce args will be deprecated, please use "
                   f"reduction='{reduction}' instead.", UserWarning, stacklevel=3)
     return reduction
+
+
+# torch.nn.functional's names for them (nn.functional, which this module builds on).
+for _f in (batch_norm, group_norm, dropout1d, dropout2d, hardtanh, huber_loss, kl_div):
+    setattr(F, _f.__name__, _f)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from numgrad import creation
+import numgrad.creation as creation
 from numgrad.grad_mode import no_grad
 from numgrad.tensor import Tensor
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import math
 import operator
 
-from numgrad import creation
-from numgrad.nn import functional as F, init
+import numgrad.creation as creation
+import numgrad.nn.functional as F
+import numgrad.nn.init as init
 from numgrad.nn.module import Module
 from numgrad.nn.parameter import Parameter
 

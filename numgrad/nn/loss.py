@@ -4,7 +4,7 @@ Room: nn. Each holds its options and calls the functional loss.
 """
 from __future__ import annotations
 
-from numgrad.nn import functional as F
+import numgrad.nn.functional as F
 from numgrad.nn.module import Module
 
 

@@ -6,7 +6,7 @@ Room: nn. Each holds its options (PyTorch's, including the deprecated ``size_ave
 """
 from __future__ import annotations
 
-from numgrad.nn import functional as F
+import numgrad.nn.functional as F
 from numgrad.nn.functional_norm import _legacy_reduction
 from numgrad.nn.module import Module
 

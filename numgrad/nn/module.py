@@ -411,7 +411,7 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """Move (``to("cuda")``) and/or cast floating parameters and buffers
         (``to(ng.float64)``) in place; returns self (``Module.to``)."""
-        from numgrad import dtypes
+        import numgrad.dtypes as dtypes
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)  # transfers are synchronous here
@@ -436,12 +436,12 @@ class Module:
 
     def double(self) -> Module:
         """Cast floating parameters and buffers to float64 (``Module.double``)."""
-        from numgrad import dtypes
+        import numgrad.dtypes as dtypes
         return self.to(dtypes.float64)
 
     def float(self) -> Module:
         """Cast floating parameters and buffers to float32 (``Module.float``)."""
-        from numgrad import dtypes
+        import numgrad.dtypes as dtypes
         return self.to(dtypes.float32)
 
     def cuda(self, device: int | str | None = None) -> Module:

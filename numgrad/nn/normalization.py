@@ -5,9 +5,9 @@ buffers (saved in the state_dict, updated in place while training), as PyTorch d
 """
 from __future__ import annotations
 
-from numgrad import creation
+import numgrad.creation as creation
 from numgrad.grad_mode import no_grad
-from numgrad.nn import functional_norm as F
+import numgrad.nn.functional_norm as F
 from numgrad.nn.layers import LayerNorm, _param
 from numgrad.nn.module import Module
 

@@ -5,7 +5,7 @@ Room: nn. Parameter-free modules holding their options, over ``nn.functional_con
 """
 from __future__ import annotations
 
-from numgrad.nn import functional_conv as F
+import numgrad.nn.functional_conv as F
 from numgrad.nn.module import Module
 
 

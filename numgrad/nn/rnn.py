@@ -11,8 +11,10 @@ import math
 import numbers
 import warnings
 
-from numgrad import creation, ops
-from numgrad.nn import functional as F, init
+import numgrad.creation as creation
+import numgrad.ops as ops
+import numgrad.nn.functional as F
+import numgrad.nn.init as init
 from numgrad.nn.layers import _param
 from numgrad.nn.module import Module
 

@@ -4,8 +4,8 @@ Room: nn. Parameter-free modules.
 """
 from __future__ import annotations
 
-from numgrad import ops
-from numgrad.nn import functional_norm as F
+import numgrad.ops as ops
+import numgrad.nn.functional_norm as F
 from numgrad.nn.layers import Dropout
 from numgrad.nn.module import Module
 

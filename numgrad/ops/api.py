@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Union
 
-from numgrad.ops import elementwise as _E, special as _S
+import numgrad.ops.elementwise as _E
+import numgrad.ops.special as _S
 from numgrad.tensor import Tensor
 
 Number = Union[int, float, bool]

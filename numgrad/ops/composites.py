@@ -14,8 +14,11 @@ import itertools
 import math
 import numpy as np
 
-from numgrad import tracing_hook
-from numgrad.ops import elementwise as E, layout as L, reduction as R, special as S
+import numgrad.tracing_hook as tracing_hook
+import numgrad.ops.elementwise as E
+import numgrad.ops.layout as L
+import numgrad.ops.reduction as R
+import numgrad.ops.special as S
 from numgrad.ops.cumulative import cumsum_p, prod_p
 from numgrad.ops.dispatch import shape_count
 from numgrad.ops.indexing import getitem, index_add_p, normalize_index

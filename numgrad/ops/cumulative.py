@@ -30,9 +30,9 @@ prod_p = defop("prod", inputs=("x",), params=("dim", "keepdim"),
 
 
 def _cumsum_vjp(g, dim):
-    # The adjoint of a running sum is the running sum from the other end.
-    from numgrad.ops.composites import flip
-    return flip(cumsum_p(flip(g, (dim,)), dim=dim), (dim,))
+    # The adjoint of a running sum is the running sum from the other end (Tensor.flip: a
+    # composite, installed by the ops above this module).
+    return cumsum_p(g.flip((dim,)), dim=dim).flip((dim,))
 
 
 def _prod_vjp(g, x, out, x_shape, dim, keepdim):
@@ -52,7 +52,7 @@ prod_p.defvjp(_prod_vjp)
 
 
 def _np_keep_mask(x, p, seq):
-    from numgrad import creation
+    import numgrad.creation as creation
     return creation._generator().random(x.shape) >= p
 
 

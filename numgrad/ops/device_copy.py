@@ -7,11 +7,11 @@ uploaded by ``impl``; a CUDA payload's interpreter copies it down or across.
 """
 from __future__ import annotations
 
+import numgrad.devices as devices
 from numgrad.ops.registry import defop
 
 
 def _upload(x, device, src):
-    from numgrad import devices
     return devices.upload(x, device)
 
 
@@ -19,3 +19,12 @@ to_device = defop("to_device", inputs=("x",), params=("device", "src"), impl=_up
                   abstract=lambda x, device, src: (x.shape, x.dtype), node="ToCopyBackward0",
                   jit=False)
 to_device.defvjp(lambda g, src, device: to_device(g, device=src, src=device))
+
+
+def transfer(t, device):
+    """``t`` on ``device``: a differentiable copy (``ToCopyBackward0``); ``t`` itself when
+    it is there already."""
+    device = devices.target(device)
+    if device == t.device:
+        return t
+    return to_device(t, device=str(device), src=str(t.device))

@@ -24,15 +24,16 @@ import numbers
 
 import numpy as np
 
-from numgrad import dtypes as _dt
-from numgrad import tracing_hook
+import numgrad.dtypes as _dt
+import numgrad.tracing_hook as tracing_hook
 from numgrad.errors import TracingError, user_location
-from numgrad.autograd import anomaly as _anomaly
+import numgrad.autograd.anomaly as _anomaly
 from numgrad.autograd.graph import Node, SavedParam, SavedTensor, edge_of, _sequence
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 from numgrad.size import broadcast_shapes  # noqa: F401  (ops.broadcast_shapes)
-from numgrad.ops import views as _views
+import numgrad.ops.late as _late
+import numgrad.ops.views as _views
 
 _ndarray = np.ndarray
 _make = Tensor._make
@@ -160,8 +161,7 @@ def _operands_in(args, dt):
 
 
 def to_dtype_prim():
-    from numgrad.ops.elementwise import to_dtype  # defined with the other unary ops
-    return to_dtype
+    return _late.to_dtype  # defined with the other unary ops (ops.elementwise)
 
 
 def apply(prim, *args, **params):
@@ -382,8 +382,6 @@ class OpNode(Node):
 
 def sum_to(g, shape):
     """Sum ``g`` down to ``shape`` (the inverse of broadcasting): unbroadcast, done once here."""
-    from numgrad.ops.reduction import sum as _sum
-    from numgrad.ops.layout import reshape
     gshape = g._data.shape
     if gshape == tuple(shape):
         return g
@@ -393,9 +391,9 @@ def sum_to(g, shape):
         if s == 1 and gshape[lead + i] != 1:
             dims.append(lead + i)
     if dims:
-        g = _sum(g, tuple(dims), keepdim=True)
+        g = g.sum(tuple(dims), keepdim=True)   # (the ops install Tensor's methods)
     if g._data.shape != tuple(shape):
-        g = reshape(g, tuple(shape))
+        g = g.reshape(tuple(shape))
     return g
 
 

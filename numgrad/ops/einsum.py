@@ -16,7 +16,9 @@ import string
 
 import numpy as np
 
-from numgrad.ops import elementwise as E, layout as L, reduction as R
+import numgrad.ops.elementwise as E
+import numgrad.ops.layout as L
+import numgrad.ops.reduction as R
 from numgrad.ops.indexing import getitem
 from numgrad.ops.linalg import SCALAR_NAMES as _SCALAR, matmul_p
 from numgrad.tensor import Tensor

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import numgrad.ops.late as _late
 from numgrad.ops.dispatch import apply
 from numgrad.ops.registry import Cost, defop
 from numgrad.tensor import Tensor
@@ -231,6 +232,7 @@ sigmoid.defvjp(lambda g, out: g * (out * (1 - out)))
 relu.defvjp(lambda g, out: where(out <= 0, 0, g))  # torch's threshold_backward: 1 at NaN
 clone.defvjp(lambda g: g)
 to_dtype.defvjp(lambda g: g)  # the node casts back to the input's dtype
+_late.to_dtype = to_dtype  # (the dispatcher casts with it: ops.late)
 
 
 def _np_pow_scalar_grad(dy, x, exponent):

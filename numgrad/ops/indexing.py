@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numgrad import tracing_hook
+import numgrad.tracing_hook as tracing_hook
+import numgrad.ops.late as _late
 from numgrad.ops.registry import defop
 
 
@@ -216,6 +217,7 @@ def _index_put_x_vjp(g, index):
 
 
 index_put_p.defvjp(_index_put_x_vjp, lambda g, index: getitem_p(g, index=index))
+_late.index_put_p, _late.is_advanced = index_put_p, is_advanced  # (for ops.views)
 
 
 def getitem(x, index):

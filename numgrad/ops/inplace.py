@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from numgrad import dtypes as _dt
-from numgrad import tracing_hook
+import numgrad.dtypes as _dt
+import numgrad.tracing_hook as tracing_hook
 from numgrad.grad_mode import is_grad_enabled
-from numgrad.ops import views as _views
+import numgrad.ops.views as _views
 from numgrad.ops.registry import defop
 from numgrad.tensor import Tensor
 

@@ -13,7 +13,7 @@ import functools
 import inspect
 import warnings
 
-from numgrad import dtypes as _dt
+import numgrad.dtypes as _dt
 from numgrad.grad_mode import is_grad_enabled, no_grad
 from numgrad.tensor import Tensor
 

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+import numgrad.ops.late as _late
 from numgrad.ops.registry import Cost, defop, identity_lowering
 from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops.dispatch import broadcast_shapes
@@ -51,21 +52,20 @@ reshape_p.defvjp(lambda g, x_shape: reshape(g, x_shape))
 permute_p.defvjp(lambda g, dims: permute_p(g, dims=tuple(np.argsort(dims).tolist()),
                                            op="permute"))
 expand_p.defvjp(lambda g: g)  # the node sums it back to the input's shape
+_late.reshape_p, _late.expand_p = reshape_p, expand_p  # (for views and reductions)
 
 
 def _cat_vjp(g, shapes, dim):
-    from numgrad.ops.indexing import getitem
     out, start = [], 0
     for s in shapes:
         idx = (slice(None),) * dim + (slice(start, start + s[dim]),)
-        out.append(getitem(g, idx))
+        out.append(g[idx])   # (ops.indexing, above this module, installs Tensor.__getitem__)
         start += s[dim]
     return out
 
 
 def _stack_vjp(g, shapes, dim):
-    from numgrad.ops.indexing import getitem
-    return [getitem(g, (slice(None),) * dim + (i,)) for i in range(len(shapes))]
+    return [g[(slice(None),) * dim + (i,)] for i in range(len(shapes))]
 
 
 cat_p.defvjp(_cat_vjp)

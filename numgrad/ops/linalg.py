@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numgrad import dtypes as _dt
+import numgrad.dtypes as _dt
 from numgrad.ops.registry import Cost, defop
 from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops.dispatch import broadcast_shapes

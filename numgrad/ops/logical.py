@@ -7,7 +7,8 @@ PyTorch. The results are bool tensors, which never require grad.
 """
 from __future__ import annotations
 
-from numgrad.ops import elementwise as E, reduction as R
+import numgrad.ops.elementwise as E
+import numgrad.ops.reduction as R
 from numgrad.tensor import Tensor
 
 

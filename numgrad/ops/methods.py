@@ -9,13 +9,24 @@ import numbers
 
 import numpy as np
 
-from numgrad import dtypes as _dt
-from numgrad import tracing_hook
+import numgrad.dtypes as _dt
+import numgrad.tracing_hook as tracing_hook
 from numgrad.grad_mode import no_grad
-from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
-from numgrad.ops import linalg, inplace, special as SP, composites as C, api
-from numgrad.ops import logical, sorting
-from numgrad.ops import keywords, new_tensors, products
+import numgrad.ops.elementwise as E
+import numgrad.ops.late as _late
+import numgrad.ops.reduction as R
+import numgrad.ops.layout as L
+import numgrad.ops.indexing as I
+import numgrad.ops.linalg as linalg
+import numgrad.ops.inplace as inplace
+import numgrad.ops.special as SP
+import numgrad.ops.composites as C
+import numgrad.ops.api as api
+import numgrad.ops.logical as logical
+import numgrad.ops.sorting as sorting
+import numgrad.ops.keywords as keywords
+import numgrad.ops.new_tensors as new_tensors
+import numgrad.ops.products as products
 from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device
@@ -63,6 +74,9 @@ def pow(x, exponent) -> Tensor:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         return E.pow_scalar(x, exponent=exponent)
     return E.pow_(x, exponent)
+
+
+_late.pow = pow  # (np.power on tensors runs it: ops.numpy_interop, below this module)
 
 
 def _scaled(other, alpha, name):
@@ -127,8 +141,8 @@ def to(self, *args, **kwargs) -> Tensor:
             with no_grad():
                 out = E.to_dtype(out, dtype=target.np)
     if dev is not None and _device(dev) != out.device:
-        from numgrad import devices
-        out = devices.transfer(out, _device(dev))
+        from numgrad.ops.device_copy import transfer
+        out = transfer(out, _device(dev))
     return out
 
 

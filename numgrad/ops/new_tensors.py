@@ -5,8 +5,8 @@ Room: ops. Builds on creation; bound onto Tensor by ``ops.methods``.
 """
 from __future__ import annotations
 
-from numgrad import creation
-from numgrad import dtypes as _dt
+import numgrad.creation as creation
+import numgrad.dtypes as _dt
 from numgrad.tensor import Tensor
 
 

@@ -8,7 +8,7 @@ gradients are those ops' gradients.
 """
 from __future__ import annotations
 
-from numgrad.ops import layout as L
+import numgrad.ops.layout as L
 from numgrad.ops.linalg import bmm, matmul
 from numgrad.tensor import Tensor
 

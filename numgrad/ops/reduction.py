@@ -13,7 +13,7 @@ import numpy as np
 from numgrad.ops.dispatch import shape_count
 from numgrad.ops.registry import Reduction, defop
 from numgrad.tensor import Tensor  # for annotations
-from numgrad.ops import elementwise as EW
+import numgrad.ops.elementwise as EW
 from numgrad.ops.elementwise import where
 
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from numgrad.ops.registry import defop
-from numgrad.ops import elementwise as E
+import numgrad.ops.elementwise as E
 
 _erf_vec = np.vectorize(math.erf, otypes=[np.float64])
 

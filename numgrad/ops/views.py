@@ -29,6 +29,7 @@ import weakref
 
 import numpy as np
 
+import numgrad.ops.late as _late
 from numgrad.tensor import Tensor
 
 
@@ -112,8 +113,7 @@ def _step_view(a, prim, params):
         except ValueError:
             return None
     if name == "getitem":
-        from numgrad.ops.indexing import is_advanced
-        if is_advanced(params["index"]):
+        if _late.is_advanced(params["index"]):
             return None
     return prim.impl(a, **params)
 
@@ -207,8 +207,7 @@ def _put(inter, new, prim, params):
     if prim is DETACH:
         return new
     if name == "getitem":
-        from numgrad.ops.indexing import index_put_p
-        return index_put_p(inter, new, index=params["index"])
+        return _late.index_put_p(inter, new, index=params["index"])
     if name == "permute":
         inv = tuple(np.argsort(params["dims"]).tolist())
         return prim(new, dims=inv, op="permute")
@@ -220,8 +219,7 @@ def _put(inter, new, prim, params):
         if any(s != 1 for s in shape[:lead]) or any(
                 a != b for a, b in zip(src, shape[lead:])):
             raise _overlap_error()
-        from numgrad.ops.layout import reshape_p
-        return reshape_p(new, shape=src, op="view")
+        return _late.reshape_p(new, shape=src, op="view")
     raise NotImplementedError(f"in-place write-back through a {name} view")
 
 

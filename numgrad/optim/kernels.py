@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numgrad import ops
+import numgrad.ops as ops
 from numgrad.creation import zeros_like
 from numgrad.tensor import Tensor
 
@@ -134,7 +134,7 @@ def copy_state(g: Tensor) -> Tensor:
 
 def step_state(value: float = 0.0) -> Tensor:
     """A step counter (or ``mu_product``) as PyTorch keeps it: a float32 0-d CPU tensor."""
-    from numgrad import dtypes
+    import numgrad.dtypes as dtypes
     from numgrad.creation import tensor
     return tensor(float(value), dtype=dtypes.float32)
 

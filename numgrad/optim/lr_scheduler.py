@@ -138,6 +138,6 @@ class CosineAnnealingLR(LRScheduler):
                 for base in self.base_lrs]
 
 
-from numgrad.optim.schedules import (  # noqa: E402,F401  (they build on LRScheduler above)
-    LambdaLR, MultiStepLR, ExponentialLR, LinearLR, SequentialLR, ReduceLROnPlateau,
-    OneCycleLR)
+# LambdaLR, MultiStepLR, ExponentialLR, LinearLR, SequentialLR, ReduceLROnPlateau and
+# OneCycleLR are entered here by optim.schedules, which builds on LRScheduler above
+# (optim/__init__ imports it): this module imports nothing of it.

@@ -11,7 +11,7 @@ import copy
 import warnings
 from collections import defaultdict
 
-from numgrad import tracing_hook
+import numgrad.tracing_hook as tracing_hook
 from numgrad.dtypes import SCALAR_NAMES
 from numgrad.errors import TracingError, user_location
 from numgrad.grad_mode import enable_grad, no_grad

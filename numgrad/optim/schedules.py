@@ -13,6 +13,7 @@ import types
 from bisect import bisect_right
 from collections import Counter
 
+import numgrad.optim.lr_scheduler as _lr_scheduler
 from numgrad.optim.lr_scheduler import LRScheduler
 from numgrad.optim.optimizer import Optimizer
 
@@ -482,3 +483,9 @@ class OneCycleLR(LRScheduler):
 def _phase(end_step, start_lr, end_lr, start_momentum, end_momentum):
     return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr,
             "start_momentum": start_momentum, "end_momentum": end_momentum}
+
+
+# torch.optim.lr_scheduler's names for them (optim.lr_scheduler, which this module builds on).
+for _cls in (LambdaLR, MultiStepLR, ExponentialLR, LinearLR, SequentialLR, ReduceLROnPlateau,
+             OneCycleLR):
+    setattr(_lr_scheduler, _cls.__name__, _cls)

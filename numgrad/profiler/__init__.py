@@ -26,7 +26,7 @@ import os
 import threading
 from collections import defaultdict
 
-from numgrad.profiler import recorder
+import numgrad.profiler.recorder as recorder
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "EventList", "FunctionEventAvg"]
 

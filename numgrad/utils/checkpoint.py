@@ -14,8 +14,8 @@ import contextlib
 import copy
 import warnings
 
-from numgrad import creation
-from numgrad.autograd import engine
+import numgrad.creation as creation
+import numgrad.autograd.engine as engine
 from numgrad.autograd.function import Function
 from numgrad.autograd.graph import saved_tensors_hooks
 from numgrad.grad_mode import enable_grad, is_grad_enabled, no_grad
@@ -79,7 +79,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
 
 
 def _traced(args):
-    from numgrad import tracing_hook
+    import numgrad.tracing_hook as tracing_hook
     return any(isinstance(a, Tensor) and not tracing_hook.concrete(a._data) for a in args)
 
 

@@ -38,12 +38,12 @@ class Backend(Protocol):
 
 def get_backend(name) -> Backend:
     if name == "numpy":
-        from numgrad.compiler.backends import reference
+        import numgrad.compiler.backends.reference as reference
         return reference
     if name == "cpu":
-        from numgrad.compiler.backends.cpu import build
+        import numgrad.compiler.backends.cpu.build as build
         return build
     if name == "cuda":
-        from numgrad.compiler.backends import cuda
+        import numgrad.compiler.backends.cuda as cuda
         return cuda
     raise ValueError(f"unknown backend {name!r}; expected 'cpu', 'cuda' or 'numpy'")

@@ -47,7 +47,7 @@ import types
 import warnings
 from dataclasses import dataclass
 
-from numgrad import config
+import numgrad.config as config
 
 # One import at a time: a module is in sys.modules before its body has run (Numba's
 # cache needs that), and another thread must not take it from there half-made.

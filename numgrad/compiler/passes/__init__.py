@@ -16,7 +16,7 @@ Set ``NUMGRAD_DEBUG_PASSES=1`` to print the graph after each pass.
 from __future__ import annotations
 
 
-from numgrad import config
+import numgrad.config as config
 from numgrad.compiler.passes.fold import fold
 from numgrad.compiler.passes.cse import cse
 from numgrad.compiler.passes.dce import dce

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from numgrad import ops
+import numgrad.ops as ops
 from numgrad.grad_mode import no_grad
 from numgrad.tensor import Tensor
 

@@ -4,7 +4,8 @@ Room: nn. Padding is a ``cat`` with a constant block, so gradients flow back to 
 """
 from __future__ import annotations
 
-from numgrad import creation, ops
+import numgrad.creation as creation
+import numgrad.ops as ops
 from numgrad.tensor import Tensor
 
 

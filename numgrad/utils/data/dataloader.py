@@ -16,7 +16,9 @@ import math
 
 import numpy as np
 
-from numgrad import creation, dtypes, ops
+import numgrad.creation as creation
+import numgrad.dtypes as dtypes
+import numgrad.ops as ops
 from numgrad.tensor import Tensor
 from numgrad.utils.data.dataset import TensorDataset
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from numgrad.compiler import progress as _progress
-from numgrad.compiler.backends.cpu import cache as _cache
-from numgrad.compiler.backends.cpu import malloc as _malloc
-from numgrad.compiler.backends.cpu import omp as _omp
-from numgrad.compiler.backends.cpu.llvm import kernel as _llvm_kernel
+import numgrad.compiler.progress as _progress
+import numgrad.compiler.backends.cpu.cache as _cache
+import numgrad.compiler.backends.cpu.malloc as _malloc
+import numgrad.compiler.backends.cpu.omp as _omp
+import numgrad.compiler.backends.cpu.llvm.kernel as _llvm_kernel
 from numgrad.compiler.backends.cpu.program import Program, first_line
 from numgrad.compiler.backends.cpu.renderer import render_program
 from numgrad.compiler.schedule import Kernel
@@ -142,7 +142,7 @@ def _steps(sched):
 def _fallback(graph, options, source, exc):
     import warnings
 
-    from numgrad.compiler.backends import reference
+    import numgrad.compiler.backends.reference as reference
     first = first_line(exc)
     warnings.warn(f"numgrad could not compile a fused kernel for {options.name!r} ({first}); "
                   "running this graph with the NumPy reference backend instead",

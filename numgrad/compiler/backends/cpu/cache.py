@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from numgrad.compiler.backends import disk_cache as _disk
+import numgrad.compiler.backends.disk_cache as _disk
 
 from .numba_load import light_cache_loads
 

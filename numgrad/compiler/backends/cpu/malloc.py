@@ -24,7 +24,7 @@ import ctypes
 import os
 import sys
 
-from numgrad import config
+import numgrad.config as config
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3

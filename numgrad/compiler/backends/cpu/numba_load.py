@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 
-from numgrad import config
+import numgrad.config as config
 
 
 def _light_load_overload(self, sig, target_context):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from numgrad import config
+import numgrad.config as config
 
 SPINCOUNT = "10000"
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from numgrad.compiler.schedule import cshape  # noqa: F401 (cpu.py imports it from here)
 from numgrad.ops.dispatch import run_impl
-from numgrad.profiler import recorder
+import numgrad.profiler.recorder as recorder
 
 _TIER_LOCK = threading.Lock()
 
@@ -184,7 +184,7 @@ def late_compile(program, what, build):
     its own for a program no plan owns."""
     if program.late is not None:
         return program.late(what, build, program)
-    from numgrad.compiler import progress
+    import numgrad.compiler.progress as progress
     with progress.compiling(program.graph.name, what):
         return build()
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from numgrad import config
-from numgrad.compiler.backends.cpu import cache as _cache
-from numgrad.compiler.backends.cpu.llvm import body as _llvm_body
+import numgrad.config as config
+import numgrad.compiler.backends.cpu.cache as _cache
+import numgrad.compiler.backends.cpu.llvm.body as _llvm_body
 from numgrad.compiler.backends.cpu.program import cshape
 from numgrad.compiler.backends.spelling import Spell
 from numgrad.compiler.schedule import PARALLEL_CHUNKS, Alias, Reduce
@@ -416,7 +416,7 @@ class KernelRenderer:
         A long fused chain is one dependency chain per element: in a vectorised loop each
         vector waits on the latency of every transcendental, and its body is far too long
         for the CPU to overlap the next iteration. Independent streams overlap those
-        waits (schedule.INTERLEAVE_LONG_BODIES). When m does not divide,
+        waits (``schedule``: a long or heavy parallel body). When m does not divide,
         the last streams start early, so some elements are computed twice: written twice
         with the same value, and counted once in sums."""
         n = L.streams

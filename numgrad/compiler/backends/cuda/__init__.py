@@ -20,15 +20,15 @@ SHAPE_CONSTANT_INPUTS = False
 # The backend's stages (backends.Backend), imported when first called: ``numgrad.devices``
 # imports ``device`` and ``array`` without the renderer.
 def render(sched, options):
-    from numgrad.compiler.backends.cuda import renderer
+    import numgrad.compiler.backends.cuda.renderer as renderer
     return renderer.render(sched, options)
 
 
 def build(rendered, options):
     """The rendered module loaded (its kernels compiled, or their cubins read from the
     verified disk cache): ``(schedule, steps, source, module, disk_hit)``."""
-    from numgrad.compiler import progress
-    from numgrad.compiler.backends.cuda import cache
+    import numgrad.compiler.progress as progress
+    import numgrad.compiler.backends.cuda.cache as cache
     sched, steps, source, kernels = rendered
     progress.note(options.role, cache.module_name(source), kernels)
     module, disk_hit = cache.load_module(source, verbose=options.verbose,

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numgrad import config
+import numgrad.config as config
 import numgrad.cuda.allocator as allocator
 import numgrad.cuda.array as cuda_array
 import numgrad.cuda.device as cuda_device

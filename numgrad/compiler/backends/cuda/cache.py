@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from numgrad.compiler.backends import disk_cache as _disk
+import numgrad.compiler.backends.disk_cache as _disk
 
 _BACKENDS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What generated modules import: a change to either is a new module name.

@@ -14,7 +14,8 @@ import numpy as np
 
 import numgrad.cuda.array as cuda_array
 import numgrad.cuda.launch as launch
-from numgrad.compiler.backends.cuda import blas, matmul_kernel
+import numgrad.compiler.backends.cuda.blas as blas
+import numgrad.compiler.backends.cuda.matmul_kernel as matmul_kernel
 from numgrad.device_type import device as _device
 
 _CUDA0 = _device("cuda", 0)

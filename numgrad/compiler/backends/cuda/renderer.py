@@ -49,8 +49,9 @@ import re
 
 import numpy as np
 
-from numgrad.compiler import schedule as _schedule
-from numgrad.compiler.backends.cuda import blas, matmul_kernel
+import numgrad.compiler.schedule as _schedule
+import numgrad.compiler.backends.cuda.blas as blas
+import numgrad.compiler.backends.cuda.matmul_kernel as matmul_kernel
 import numgrad.cuda.device as cuda_device
 from numgrad.compiler.backends.cuda.matmul_kernel import matmul_dims
 from numgrad.compiler.backends.spelling import Spell

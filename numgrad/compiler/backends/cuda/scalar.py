@@ -17,7 +17,7 @@ import types
 import numpy as np
 from numba import cuda
 
-from numgrad.compiler.backends import scalar_math as _shared
+import numgrad.compiler.backends.scalar_math as _shared
 import numgrad.cuda.device as _cuda_device
 
 _device = cuda.jit(device=True, inline="always")
