@@ -16,7 +16,7 @@ cuda_is_available = cuda.is_available
 
 def cuda_summary() -> str:
     """One line on the CUDA device numgrad would use (for ``python -m numgrad info``)."""
-    import numgrad.cuda.device as cuda_device
+    from numgrad.cuda import device as cuda_device
     if cuda_device.simulated():
         return "Numba's simulator (NUMBA_ENABLE_CUDASIM=1)"
     try:
@@ -31,7 +31,7 @@ def target(device):
     from numgrad.device_type import device as _device
     device = _device(device)
     if device.type == "cuda":
-        import numgrad.cuda.device as cuda_device
+        from numgrad.cuda import device as cuda_device
         cuda_device.check(device.index or 0)
         if device.index is None:
             device = _device("cuda", 0)
@@ -39,27 +39,27 @@ def target(device):
 
 
 def upload(a, device):
-    import numgrad.cuda.array as cuda_array
+    from numgrad.cuda import array as cuda_array
     from numgrad.device_type import device as _device
     return cuda_array.to_device(a, _device(device))
 
 
 def wrap_cuda_interface(obj):
     """A CUDA tensor sharing the memory of an object exporting ``__cuda_array_interface__``."""
-    import numgrad.cuda.array as cuda_array
+    from numgrad.cuda import array as cuda_array
     from numgrad.tensor import Tensor
     return Tensor._make(cuda_array.from_interface(obj))
 
 
 def cuda_dlpack_capsule(data, index, *, versioned, stream=None, copied=False):
     """A DLPack capsule of a CUDA payload's memory (``cuda.dlpack.export``)."""
-    import numgrad.cuda.dlpack as cuda_dlpack
+    from numgrad.cuda import dlpack as cuda_dlpack
     return cuda_dlpack.export(data, index, versioned=versioned, stream=stream, copied=copied)
 
 
 def cuda_from_dlpack(obj):
     """``(CUDA tensor sharing the memory of obj's CUDA DLPack capsule, read_only)``."""
-    import numgrad.cuda.dlpack as cuda_dlpack
+    from numgrad.cuda import dlpack as cuda_dlpack
     from numgrad.tensor import Tensor
     arr, read_only = cuda_dlpack.import_capsule(obj)
     return Tensor._make(arr), read_only

@@ -22,9 +22,9 @@ import numgrad.tracing_hook as tracing_hook
 
 import numgrad.autograd.anomaly as anomaly
 import numgrad.autograd.node_hooks as node_hooks
-import numgrad.profiler.recorder as recorder
+from numgrad.profiler import recorder
 from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
-import numgrad.ops.views as _views
+from numgrad.ops import views as _views
 from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
 from numgrad.tensor import Tensor
 

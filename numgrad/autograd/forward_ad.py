@@ -152,7 +152,7 @@ def zeros_leaf(like):
 def _transposed_vjp(prim, primals, out, tangents, params):
     """``sum_i J_i t_i`` from the vjp rules: each rule's result is linear in ``g``, so its
     vjp w.r.t. ``g`` with cotangent ``t_i`` is ``J_i t_i``."""
-    import numgrad.autograd.engine as engine
+    from numgrad.autograd import engine
     from numgrad.ops.dispatch import OpNode
     xs = [Tensor._make(p) for p in primals]
     with enable_grad():

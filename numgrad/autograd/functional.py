@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import numgrad.autograd.engine as engine
+from numgrad.autograd import engine
 from numgrad.autograd.forward_ad import transform_detach, zeros_leaf
 from numgrad.creation import zeros_like
 from numgrad.ops.layout import stack
@@ -234,7 +234,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def _jacfwd(func, inputs, strict=False, vectorize=False):
     """The forward-mode Jacobian: one jvp per input element (``forward_ad`` duals)."""
-    import numgrad.autograd.forward_ad as fwad
+    from numgrad.autograd import forward_ad as fwad
     if strict:
         raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
                            '`strategy="forward-mode"` are not supported together (yet). Please '

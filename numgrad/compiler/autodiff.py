@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import numgrad.autograd.engine as engine
+from numgrad.autograd import engine
 from numgrad.autograd.graph import Node
 import numgrad.compiler.pytree as pytree
 from numgrad.compiler.ir import Graph

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import numgrad.profiler.recorder as recorder
+from numgrad.profiler import recorder
 from numgrad.compiler.options import Options  # noqa: F401  (pipeline.Options)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import numgrad.config as config
 import numgrad.devices as devices
 import numgrad.tracing_hook as tracing_hook
-import numgrad.autograd.anomaly as anomaly
+from numgrad.autograd import anomaly
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of, inplace_hint
 import numgrad.compiler.autodiff as autodiff
 import numgrad.compiler.guards as guards
@@ -671,7 +671,7 @@ class Plan:
         cot_of, grad_pos, hidden = self.traced.cotangent_of, self.grad_pos, self.traced.hidden
 
         def backward_of(*ts_and_cts):
-            import numgrad.autograd.engine as engine
+            from numgrad.autograd import engine
             ts, cts = ts_and_cts[:n_t], ts_and_cts[n_t:]
             # The captured tensors come in as arguments: fn, which reads them from outside,
             # must see these stand-ins, so that the grads w.r.t. them are taken.
@@ -723,7 +723,7 @@ def _backend_for(owner, tensors):
         if owner.backend not in ("cpu", "cuda"):
             raise RuntimeError(f"ng.jit(backend={owner.backend!r}) runs on the CPU only; call "
                                "it with CPU tensors, or leave backend unset for CUDA tensors")
-        import numgrad.cuda.device as cuda_device
+        from numgrad.cuda import device as cuda_device
         cuda_device.check(devices[0].index or 0)
         return "cuda"
     return owner.backend

@@ -16,7 +16,7 @@ from numgrad.compiler.ir import Eqn, Graph, Var
 from numgrad.errors import TracingError
 from numgrad.errors import user_location as where_in_user_code
 from numgrad.grad_mode import is_grad_enabled
-import numgrad.ops.structural as structural
+from numgrad.ops import structural
 from numgrad.ops.dispatch import broadcast_shapes
 from numgrad.ops.views import result_standin
 
@@ -209,7 +209,7 @@ class Tracer:
     def detached(self, tensor, out):
         """``out = tensor.detach()`` shares storage eagerly: record it as an alias, so that
         in-place ops on either one reach the other (``ops.views``)."""
-        import numgrad.ops.views as views
+        from numgrad.ops import views
         views.record(out, tensor, views.DETACH, {})
 
     def concrete_access(self, var, reason=None):

@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 import numgrad.tracing_hook as tracing_hook
-import numgrad.autograd.engine as engine
+from numgrad.autograd import engine
 # Keeps what ng.func.jvp / vmap attach to a payload (ng.func.jacfwd(ng.grad(f))).
 from numgrad.autograd.forward_ad import transform_detach
 from numgrad.compiler.tracer import current_tracer

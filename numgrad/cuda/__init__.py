@@ -47,7 +47,7 @@ def _probe() -> bool:
     if not simulated and not any(os.path.exists(f) for f in _DRIVER_FILES):
         return False
     try:
-        import numgrad.cuda.device as cuda_device
+        from numgrad.cuda import device as cuda_device
     except ImportError:
         return False
     return cuda_device.simulated() or cuda_device.available()
@@ -62,7 +62,7 @@ def device_count() -> int:
     """
     if not is_available():
         return 0
-    import numgrad.cuda.device as cuda_device
+    from numgrad.cuda import device as cuda_device
     if cuda_device.simulated():
         return 1
     from numba import cuda
@@ -73,21 +73,21 @@ def memory_stats(device=None) -> dict:
     """The CUDA caching allocator's counters (``device_mallocs``, ``cached_bytes``,
     ``allocated_bytes``, ``peak_allocated_bytes``, ``cache_hits``, ``frees``...; sizes
     are rounded block sizes) for ``device``, or summed over every device used."""
-    import numgrad.cuda.allocator as allocator
+    from numgrad.cuda import allocator
     return allocator.memory_stats(device)
 
 
 def empty_cache() -> None:
     """Give the CUDA memory numgrad holds idle in its cache back to the driver (as
     ``torch.cuda.empty_cache``); memory in use by tensors is untouched."""
-    import numgrad.cuda.allocator as allocator
+    from numgrad.cuda import allocator
     allocator.empty_cache()
 
 
 def synchronize() -> None:
     """Wait until every kernel and copy queued on the CUDA device has finished (kernels
     are asynchronous: time them with this, as ``torch.cuda.synchronize``)."""
-    import numgrad.cuda.device as cuda_device
+    from numgrad.cuda import device as cuda_device
     if not cuda_device.simulated():
         from numba import cuda
         cuda.synchronize()

@@ -18,8 +18,8 @@ import sys
 
 import numpy as np
 
-import numgrad.cuda.device as cuda_device
-import numgrad.cuda.allocator as allocator
+from numgrad.cuda import device as cuda_device
+from numgrad.cuda import allocator
 from numgrad.device_type import device as _device
 
 _KINDS = {"float32", "float64", "int64", "int32", "bool"}

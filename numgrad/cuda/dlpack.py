@@ -40,7 +40,7 @@ import weakref
 
 import numpy as np
 
-import numgrad.cuda.array as cuda_array
+from numgrad.cuda import array as cuda_array
 
 KDL_CUDA, KDL_CUDA_MANAGED = 2, 13
 READ_ONLY, IS_COPIED = 1, 2          # DLPACK_FLAG_BITMASK_*
@@ -175,7 +175,7 @@ def wait_for_numgrad(stream, index):
         raise ValueError(f"__dlpack__(): stream={stream} is not a CUDA stream DLPack allows "
                          "(0 is ambiguous): pass 1 for the legacy default stream, 2 for the "
                          "per-thread default stream, or a cudaStream_t handle")
-    import numgrad.cuda.device as cuda_device
+    from numgrad.cuda import device as cuda_device
     if cuda_device.simulated():
         return          # the simulator runs every launch to completion
     from numba import cuda

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import numgrad.cuda.array as cuda_array
+from numgrad.cuda import array as cuda_array
 import numgrad.tracing_hook as tracing_hook
 from numgrad.device_type import device as _device
 

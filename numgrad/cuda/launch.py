@@ -35,9 +35,9 @@ import math
 
 import numpy as np
 
-import numgrad.cuda.allocator as allocator
-import numgrad.cuda.array as cuda_array
-import numgrad.cuda.device as cuda_device
+from numgrad.cuda import allocator
+from numgrad.cuda import array as cuda_array
+from numgrad.cuda import device as cuda_device
 
 def _core_launch(*args):
     from cuda.core import launch

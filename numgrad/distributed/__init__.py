@@ -8,7 +8,7 @@ client side), ``worker`` (the tasks), ``shard`` (splitting and the fixed-order s
 
 Install with ``pip install 'numgrad[distributed]'``.
 """
-import numgrad.distributed.pickling as pickling  # registers the CompiledFunction reducer
+from numgrad.distributed import pickling  # registers the CompiledFunction reducer
 from numgrad.distributed.data_parallel import DataParallel, Shards, data_parallel
 from numgrad.distributed.errors import DistributedError, ShardFailed
 

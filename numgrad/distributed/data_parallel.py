@@ -48,7 +48,7 @@ import numpy as np
 
 import numgrad.config as config
 from numgrad.compiler import jit
-import numgrad.compiler.pytree as pytree
+from numgrad.compiler import pytree
 from numgrad.creation import from_numpy
 import numgrad.distributed.errors as errors
 import numgrad.distributed.pickling as pickling

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from numgrad.compiler import value_and_grad
-import numgrad.compiler.pytree as pytree
+from numgrad.compiler import pytree
 
 
 def as_array(x, what: str) -> np.ndarray:

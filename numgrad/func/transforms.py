@@ -13,9 +13,9 @@ import functools
 
 import numpy as np
 
-import numgrad.autograd.engine as engine
-import numgrad.autograd.forward_ad as fwad
-import numgrad.compiler.transforms as _jax
+from numgrad.autograd import engine
+from numgrad.autograd import forward_ad as fwad
+from numgrad.compiler import transforms as _jax
 from numgrad.compiler.pytree import flatten, unflatten
 from numgrad.creation import zeros_like
 from numgrad.grad_mode import enable_grad, is_grad_enabled

@@ -2,10 +2,10 @@
 
 Room: nn. Builds on tensor, ops and grad_mode; never imports the compiler.
 """
-import numgrad.nn.functional as functional  # noqa: F401
-import numgrad.nn.functional_norm as _functional_norm  # noqa: F401  (enters batch_norm, ... into F)
-import numgrad.nn.init as init
-import numgrad.nn.utils as utils
+from numgrad.nn import functional  # noqa: F401
+from numgrad.nn import functional_norm as _functional_norm  # noqa: F401  (enters batch_norm, ... into F)
+from numgrad.nn import init
+from numgrad.nn import utils
 from numgrad.nn.parameter import Parameter  # noqa: F401
 from numgrad.nn.module import Module  # noqa: F401
 from numgrad.nn.containers import Sequential, ModuleList, ModuleDict  # noqa: F401

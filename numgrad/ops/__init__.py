@@ -24,11 +24,11 @@ from numgrad.ops.logical import all, any, equal
 from numgrad.ops.sorting import sort, argsort, topk
 from numgrad.ops.einsum import einsum
 from numgrad.ops.methods import pow, clamp, to, add, sub
-import numgrad.ops.inplace as inplace  # noqa: F401  (registers fill/copy)
-import numgrad.ops.device_copy as device_copy  # noqa: F401  (registers to_device)
-import numgrad.ops.structural as structural  # registers detach and hook
-import numgrad.ops.index_check as index_check  # noqa: F401  (registers check_targets)
-import numgrad.ops.cuda_ops as cuda_ops  # noqa: F401  (the ops' part of the eager CUDA interpreter)
+from numgrad.ops import inplace  # noqa: F401  (registers fill/copy)
+from numgrad.ops import device_copy  # noqa: F401  (registers to_device)
+from numgrad.ops import structural  # registers detach and hook
+from numgrad.ops import index_check  # noqa: F401  (registers check_targets)
+from numgrad.ops import cuda_ops  # noqa: F401  (the ops' part of the eager CUDA interpreter)
 from numgrad.ops.composites import (
     softplus, gelu, leaky_relu, elu, silu, var, std, norm, prod, cumsum, flip, roll,
     index_select, gather, scatter_add, masked_fill, narrow, split, chunk, unbind, repeat, tile,

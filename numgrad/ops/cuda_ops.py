@@ -7,7 +7,7 @@ of a detached alias.
 """
 from __future__ import annotations
 
-import numgrad.cuda.eager as cuda_eager
+from numgrad.cuda import eager as cuda_eager
 import numgrad.ops.views as views
 from numgrad.ops.device_copy import to_device
 from numgrad.ops.elementwise import to_dtype

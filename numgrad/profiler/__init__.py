@@ -26,7 +26,7 @@ import os
 import threading
 from collections import defaultdict
 
-import numgrad.profiler.recorder as recorder
+from numgrad.profiler import recorder
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "EventList", "FunctionEventAvg"]
 

@@ -15,7 +15,7 @@ import copy
 import warnings
 
 import numgrad.creation as creation
-import numgrad.autograd.engine as engine
+from numgrad.autograd import engine
 from numgrad.autograd.function import Function
 from numgrad.autograd.graph import saved_tensors_hooks
 from numgrad.grad_mode import enable_grad, is_grad_enabled, no_grad

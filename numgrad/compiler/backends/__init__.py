@@ -38,12 +38,12 @@ class Backend(Protocol):
 
 def get_backend(name) -> Backend:
     if name == "numpy":
-        import numgrad.compiler.backends.reference as reference
+        from numgrad.compiler.backends import reference
         return reference
     if name == "cpu":
-        import numgrad.compiler.backends.cpu.build as build
+        from numgrad.compiler.backends.cpu import build
         return build
     if name == "cuda":
-        import numgrad.compiler.backends.cuda as cuda
+        from numgrad.compiler.backends import cuda
         return cuda
     raise ValueError(f"unknown backend {name!r}; expected 'cpu', 'cuda' or 'numpy'")

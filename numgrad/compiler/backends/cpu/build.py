@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numgrad.compiler.progress as _progress
-import numgrad.compiler.backends.cpu.cache as _cache
-import numgrad.compiler.backends.cpu.malloc as _malloc
-import numgrad.compiler.backends.cpu.omp as _omp
-import numgrad.compiler.backends.cpu.llvm.kernel as _llvm_kernel
+from numgrad.compiler.backends.cpu import cache as _cache
+from numgrad.compiler.backends.cpu import malloc as _malloc
+from numgrad.compiler.backends.cpu import omp as _omp
+from numgrad.compiler.backends.cpu.llvm import kernel as _llvm_kernel
 from numgrad.compiler.backends.cpu.program import Program, first_line
 from numgrad.compiler.backends.cpu.renderer import render_program
 from numgrad.compiler.schedule import Kernel

@@ -14,7 +14,7 @@ import numpy as np
 
 from numgrad.compiler.schedule import cshape  # noqa: F401 (cpu.py imports it from here)
 from numgrad.ops.dispatch import run_impl
-import numgrad.profiler.recorder as recorder
+from numgrad.profiler import recorder
 
 _TIER_LOCK = threading.Lock()
 

@@ -27,8 +27,8 @@ import math
 from dataclasses import dataclass
 
 import numgrad.config as config
-import numgrad.compiler.backends.cpu.cache as _cache
-import numgrad.compiler.backends.cpu.llvm.body as _llvm_body
+from numgrad.compiler.backends.cpu import cache as _cache
+from numgrad.compiler.backends.cpu.llvm import body as _llvm_body
 from numgrad.compiler.backends.cpu.program import cshape
 from numgrad.compiler.backends.spelling import Spell
 from numgrad.compiler.schedule import PARALLEL_CHUNKS, Alias, Reduce

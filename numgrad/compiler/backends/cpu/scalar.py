@@ -13,7 +13,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-import numgrad.compiler.backends.scalar_math as _shared
+from numgrad.compiler.backends import scalar_math as _shared
 from numgrad.compiler.backends.cpu.accumulate_ir import radd  # noqa: F401 (kernels call it)
 from numgrad.compiler.backends.cpu.arrays_ir import alloc, full, view  # noqa: F401 (kernels)
 

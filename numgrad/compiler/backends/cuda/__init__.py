@@ -20,7 +20,7 @@ SHAPE_CONSTANT_INPUTS = False
 # The backend's stages (backends.Backend), imported when first called: ``numgrad.devices``
 # imports ``device`` and ``array`` without the renderer.
 def render(sched, options):
-    import numgrad.compiler.backends.cuda.renderer as renderer
+    from numgrad.compiler.backends.cuda import renderer
     return renderer.render(sched, options)
 
 
@@ -28,7 +28,7 @@ def build(rendered, options):
     """The rendered module loaded (its kernels compiled, or their cubins read from the
     verified disk cache): ``(schedule, steps, source, module, disk_hit)``."""
     import numgrad.compiler.progress as progress
-    import numgrad.compiler.backends.cuda.cache as cache
+    from numgrad.compiler.backends.cuda import cache
     sched, steps, source, kernels = rendered
     progress.note(options.role, cache.module_name(source), kernels)
     module, disk_hit = cache.load_module(source, verbose=options.verbose,

@@ -43,9 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 
 import numgrad.config as config
-import numgrad.cuda.allocator as allocator
-import numgrad.cuda.array as cuda_array
-import numgrad.cuda.device as cuda_device
+from numgrad.cuda import allocator
+from numgrad.cuda import array as cuda_array
+from numgrad.cuda import device as cuda_device
 from numgrad.compiler.backends.cuda.matmul_kernel import matmul_dims
 from numgrad.compiler.schedule import _size
 

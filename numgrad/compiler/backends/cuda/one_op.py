@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import numgrad.compiler.backends.cuda as backend
-import numgrad.compiler.pipeline as pipeline
+from numgrad.compiler.backends import cuda as backend
+from numgrad.compiler import pipeline
 from numgrad.compiler.ir import Eqn, Graph, Var
 from numgrad.compiler.tracer import current_tracer
 from numgrad.cuda.eager import _param_key

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import numgrad.cuda.array as cuda_array
-import numgrad.cuda.launch as launch
+from numgrad.cuda import array as cuda_array
+from numgrad.cuda import launch
 import numgrad.compiler.backends.cuda.blas as blas
 import numgrad.compiler.backends.cuda.matmul_kernel as matmul_kernel
 from numgrad.device_type import device as _device

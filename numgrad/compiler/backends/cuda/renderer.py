@@ -52,7 +52,7 @@ import numpy as np
 import numgrad.compiler.schedule as _schedule
 import numgrad.compiler.backends.cuda.blas as blas
 import numgrad.compiler.backends.cuda.matmul_kernel as matmul_kernel
-import numgrad.cuda.device as cuda_device
+from numgrad.cuda import device as cuda_device
 from numgrad.compiler.backends.cuda.matmul_kernel import matmul_dims
 from numgrad.compiler.backends.spelling import Spell
 from numgrad.compiler.schedule import Alias, HostStep, Loop, Reduce, _size

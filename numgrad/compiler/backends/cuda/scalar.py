@@ -17,8 +17,8 @@ import types
 import numpy as np
 from numba import cuda
 
-import numgrad.compiler.backends.scalar_math as _shared
-import numgrad.cuda.device as _cuda_device
+from numgrad.compiler.backends import scalar_math as _shared
+from numgrad.cuda import device as _cuda_device
 
 _device = cuda.jit(device=True, inline="always")
 

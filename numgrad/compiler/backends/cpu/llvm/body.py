@@ -35,7 +35,7 @@ import re
 import numpy as np
 from llvmlite import ir
 
-import numgrad.compiler.backends.cpu.llvm.vmath as _vm
+from numgrad.compiler.backends.cpu.llvm import vmath as _vm
 from numgrad.compiler.backends.cpu.llvm.attrs import add_string_attribute, declare
 
 # Long flat chunk bodies are rendered here unless NUMGRAD_LLVM_BODY=0 (then the Numba chunk

@@ -44,8 +44,8 @@ from llvmlite import ir
 import numgrad.config as config
 import numgrad.compiler.progress as _progress
 import numgrad.compiler.backends.disk_cache as _disk
-import numgrad.compiler.backends.cpu.cache as _cache
-import numgrad.compiler.backends.cpu.llvm.body as _llvm_body
+from numgrad.compiler.backends.cpu import cache as _cache
+from numgrad.compiler.backends.cpu.llvm import body as _llvm_body
 from numgrad.compiler.backends.cpu.program import Program
 from numgrad.compiler.schedule import Alias, Loop, _size, cshape
 
@@ -433,7 +433,7 @@ def _threading():
     """``(parallel_for's address, get_num_threads)`` of Numba's threading layer, started
     here (after ``omp.tune``, which must run before OpenMP loads). Imports Numba's
     threading module only: no compiler."""
-    import numgrad.compiler.backends.cpu.omp as omp
+    from numgrad.compiler.backends.cpu import omp
     omp.tune()
     from numba.np.ufunc import parallel
     parallel._launch_threads()

@@ -12,7 +12,7 @@ no Numba: ``backends.cpu.llvm.kernel`` builds kernels from them without it.
 from numba import types
 from numba.extending import lower_builtin, type_callable
 
-import numgrad.compiler.backends.cpu.llvm.vmath as _vm
+from numgrad.compiler.backends.cpu.llvm import vmath as _vm
 
 _NUMERIC = (types.Float, types.Integer, types.Boolean)
 
