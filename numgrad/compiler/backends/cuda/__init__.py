@@ -1,12 +1,11 @@
-"""compiler.backends.cuda: the CUDA backend (``numba.cuda``), and CUDA tensors.
+"""compiler.backends.cuda: the CUDA backend (``numba.cuda`` kernels).
 
-Room: compiler. ``device`` finds the GPU (or Numba's simulator), ``array`` is a CUDA
-tensor's storage, ``eager`` runs eager ops on it by compiling one-op graphs, ``renderer``
-spells a Schedule as ``numba.cuda`` kernels, ``cache`` loads them through the verified
-disk cache, ``program`` launches them, ``scalar`` holds their device functions, ``ptx``
-compiles them for a real GPU without one. The eager rooms
-reach this package only through ``numgrad.devices``; nothing here imports
-``backends.cpu``.
+Room: compiler. ``renderer`` spells a Schedule as ``numba.cuda`` kernels (``matmul_kernel``
+and ``blas`` for matmul), ``cache`` loads them through the verified disk cache,
+``program`` runs them, ``scalar`` holds their device functions, ``ptx`` compiles them for
+a real GPU without one, ``one_op`` builds the eager runtime's one-op programs. It stands
+on the eager CUDA runtime below the ops (``numgrad.cuda``: device, allocator, payload,
+launches), which it imports downward; nothing here imports ``backends.cpu``.
 """
 from __future__ import annotations
 
