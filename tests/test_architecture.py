@@ -20,6 +20,7 @@ ops, and outside the compiler only the package root names the CUDA backend.
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -191,6 +192,7 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(f): f for f in sorted(PKG.rglob("*.py"))}
 
 
+@functools.lru_cache(maxsize=1)
 def _graph() -> dict[str, dict[str, list[int]]]:
     """module -> {imported module: [line, ...]}: every import statement of numgrad/, those
     inside functions too. A package counts as a module (its ``__init__``); an import of
