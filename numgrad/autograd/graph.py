@@ -88,6 +88,12 @@ class Node:
         ref = None if self._retained is None else self._retained.get(output_nr)
         return None if ref is None else ref()
 
+    def _runs_own_hooks(self, output_nr) -> bool:
+        """Whether ``apply`` runs the tensor hooks and ``retain_grad`` of output
+        ``output_nr`` itself, so the engine must not (a compiled backward does for an output
+        its function also used). The engine asks every node; eager nodes never do."""
+        return False
+
     def _retain_grad(self, tensor):
         if self._retained is None:
             self._retained = {}
