@@ -175,6 +175,22 @@ def describe(data, dtype_name) -> str:
     return f"[numgrad.{where}{_TYPE_NAMES.get(dtype_name, 'Tensor')} [{shape}]]"
 
 
+def version_error(what, producer, now, expected) -> RuntimeError:
+    """PyTorch's error for a value the backward needs that an in-place op has changed since:
+    ``what`` describes it (``describe``), ``producer`` (a node, its name, or None) made it."""
+    if producer is not None:
+        name = producer if isinstance(producer, str) else producer.name()
+        for suffix in ("Backward0", "Backward1", "Backward2", "Backward"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+        what += f", which is output 0 of {name},"
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: {what} is at version {now}; expected version {expected} "
+        f"instead. {inplace_hint()}")
+
+
 class SavedTensor:
     """A tensor a node needs in its backward, with the version it had when saved.
 
@@ -224,17 +240,7 @@ class SavedTensor:
             # PyTorch names the node a saved output belongs to, and for a saved input the
             # tensor's grad_fn now (after the in-place op that bumped it), not at saving.
             producer = node if self._tensor is None else self._tensor.grad_fn
-            if producer is not None:
-                name = producer.name()
-                for suffix in ("Backward0", "Backward1", "Backward2", "Backward"):
-                    if name.endswith(suffix):
-                        name = name[: -len(suffix)]
-                        break
-                what += f", which is output 0 of {name},"
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {what} is at version {self._vc.value}; expected version "
-                f"{self._version} instead. {inplace_hint()}")
+            raise version_error(what, producer, self._vc.value, self._version)
         if self._tensor is not None:
             return self._tensor
         return Tensor._make(self._data, node if self._requires_grad else None, self._vc,

@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of, inplace_hint
+from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of, version_error
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 
@@ -76,18 +76,7 @@ class CompiledFunctionBackward(Node):
 
     @staticmethod
     def _raise_version(data, now, expected, producer):
-        what = describe(data, str(data.dtype))
-        if producer is not None:
-            name = producer if isinstance(producer, str) else producer.name()
-            for suffix in ("Backward0", "Backward1", "Backward2", "Backward"):
-                if name.endswith(suffix):
-                    name = name[: -len(suffix)]
-                    break
-            what += f", which is output 0 of {name},"
-        raise RuntimeError(
-            "one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: {what} is at version {now}; expected version {expected} "
-            f"instead. {inplace_hint()}")
+        raise version_error(describe(data, str(data.dtype)), producer, now, expected)
 
     def apply(self, grads):
         if self._freed:
