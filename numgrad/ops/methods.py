@@ -15,7 +15,8 @@ from numgrad.grad_mode import no_grad
 from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
 from numgrad.ops import linalg, inplace, special as SP, composites as C, api
 from numgrad.ops import logical, sorting
-from numgrad.ops import keywords, new_tensors, products
+from numgrad.ops import keywords, new_tensors, products, exposure
+from numgrad.ops.registry import REGISTRY
 from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device
@@ -346,10 +347,8 @@ _METHODS = {
     # arithmetic and elementwise functions: the public function, tensor first
     "add": add, "sub": sub, "pow": pow, "matmul": linalg.matmul,
     "clamp": _clamp, "clip": _clamp, "softmax": _softmax, "log_softmax": _log_softmax,
-    **{n: getattr(api, n) for n in (
-        "mul", "div", "neg", "abs", "sign", "exp", "log", "sqrt", "sin", "cos", "tanh",
-        "sigmoid", "relu", "maximum", "minimum", "clone", "log1p", "expm1", "erf", "remainder",
-        "fmod", "eq", "ne", "lt", "le", "gt", "ge")},
+    # every registry row with an api: its method and in-place variant (ops.exposure)
+    **exposure.methods(REGISTRY.values(), api.FUNCTIONS),
     # reductions
     "sum": R.sum, "mean": R.mean, "amax": R.amax, "amin": R.amin, "max": R.max, "min": R.min,
     "argmax": R.argmax, "argmin": R.argmin,
@@ -367,20 +366,13 @@ _METHODS = {
         ("bfloat16", "bfloat16", "float"))},
     # in-place
     "add_": _add_, "sub_": _sub_, "pow_": _pow_, "__ipow__": _pow_, "clamp_": _clamp_,
-    "mul_": _inplace_binary(E.mul), "div_": _inplace_binary(E.div),
     "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
     # `t += o` is in place, as in PyTorch (same version bump, same leaf error).
     "__iadd__": _inplace_binary(E.add), "__isub__": _inplace_binary(E.sub),
     "__imod__": _inplace_binary(SP.remainder),
 }
 _METHODS.update({"__imul__": _METHODS["mul_"], "__itruediv__": _METHODS["div_"]})
-_UNARY_INPLACE = {"exp": E.exp, "log": E.log, "sqrt": E.sqrt, "sin": E.sin, "cos": E.cos,
-                  "tanh": E.tanh, "sigmoid": E.sigmoid, "abs": E.abs_, "neg": E.neg,
-                  "sign": E.sign, "relu": E.relu, "log1p": SP.log1p, "expm1": SP.expm1,
-                  "erf": SP.erf}
-_METHODS.update({name + "_": _inplace(fn, name + "_") for name, fn in _UNARY_INPLACE.items()})
 _METHODS.update({
-    "remainder_": _inplace(SP.remainder, "remainder_"), "fmod_": _inplace(SP.fmod, "fmod_"),
     "var": C.var, "std": C.std, "norm": C.norm, "prod": C.prod, "cumsum": C.cumsum,
     "flip": C.flip, "roll": C.roll, "index_select": C.index_select, "gather": C.gather,
     "scatter_add": C.scatter_add, "scatter_add_": _inplace(C.scatter_add, "scatter_add_"),
@@ -424,3 +416,4 @@ def install():
 
 
 install()
+exposure.follow_registry()  # rows registered from now on (ops.register) are public at once
