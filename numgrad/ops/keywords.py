@@ -48,6 +48,14 @@ def with_out(fn, name):
         if out is None:
             return fn(*args, **kwargs)
         return write_out(name, fn, args, kwargs, out)
+    try:  # help() and IDEs show out= too
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return call
+    if "out" not in sig.parameters and not any(
+            p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        call.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
+            "out", inspect.Parameter.KEYWORD_ONLY, default=None)])
     return call
 
 
