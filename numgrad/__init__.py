@@ -15,10 +15,10 @@ from numgrad.creation import (tensor, as_tensor, from_numpy, zeros, ones, empty,
                               full_like, rand_like, randn_like, manual_seed, eye, randperm)
 from numgrad.printing import set_printoptions
 from numgrad.ops.api import *  # noqa: F401,F403,A004  (every registry row's public function)
-from numgrad.ops import (add, sub, pow, where, clamp, clip, sum, mean, amax,
+from numgrad.ops import (sum, mean, amax,
                          amin, max, min, argmax, argmin, reshape, flatten, squeeze, unsqueeze,
                          permute, transpose, t, expand, broadcast_to, cat, stack, matmul,
-                         subtract, concatenate, concat, var, std, norm, prod,
+                         concatenate, concat, var, std, norm, prod,
                          cumsum, flip, roll, index_select, gather, scatter_add, masked_fill, narrow,
                          split, chunk, unbind, tile, tril, triu, isclose, allclose)
 from numgrad.ops import all, any, equal, bmm, einsum, sort, argsort, topk  # noqa: A004

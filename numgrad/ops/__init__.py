@@ -20,7 +20,7 @@ from numgrad.ops.linalg import matmul, bmm
 from numgrad.ops.logical import all, any, equal
 from numgrad.ops.sorting import sort, argsort, topk
 from numgrad.ops.einsum import einsum
-from numgrad.ops.methods import pow, clamp, to, add, sub
+from numgrad.ops.methods import to
 from numgrad.ops import inplace  # noqa: F401  (registers fill/copy)
 from numgrad.ops import device_copy  # noqa: F401  (registers to_device)
 from numgrad.ops import structural  # registers detach and hook
@@ -31,6 +31,5 @@ from numgrad.ops.composites import (
     tril, triu, isclose, allclose,
 )
 
-subtract = sub
 concatenate, concat = cat, cat
-clip = clamp
+

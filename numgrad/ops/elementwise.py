@@ -236,9 +236,11 @@ to_dtype = defop("to_dtype", inputs=("x",), params=("dtype",), node="ToCopyBackw
 pow_scalar = defop("pow_scalar", inputs=("x",), params=("exponent",), node="PowBackward0",
                    impl=_np_pow_scalar, kind=E, lowering="pow_scalar({0}, {exponent})",
                    scalar=_pow_scalar_scalar, helpers=(H.sqrt, H.power))
+_WRAPPED = "numgrad.ops.wrapped:"  # (hand-written public functions: ops.wrapped)
 clamp = defop("clamp", inputs=("x",), params=("min", "max"), node="ClampBackward1", impl=_np_clamp,
               kind=E, lowering="clamp({0}, {min}, {max})", scalar=_clamp_scalar,
-              helpers=(H.clamp, H.clamp_min, H.clamp_max))
+              helpers=(H.clamp, H.clamp_min, H.clamp_max),
+              api=Api(wrapper=_WRAPPED + "clamp", names=("clamp", "clip"), inplace=True))
 
 neg.defvjp(lambda g: -g)
 abs_.defvjp(lambda g, x: g * sign(x))
@@ -308,9 +310,10 @@ clamp.defvjp(_clamp_vjp)
 
 # ----------------------------------------------------------------- binary
 add = defop("add", inputs=("x", "y"), impl=np.add, kind=E, lowering="({0} + {1})",
-            python_exact=True)
+            python_exact=True, api=Api(wrapper=_WRAPPED + "add", inplace=True))
 sub = defop("sub", inputs=("x", "y"), impl=np.subtract, kind=E, lowering="({0} - {1})",
-            check=_sub_check, python_exact=True)
+            check=_sub_check, python_exact=True,
+            api=Api(wrapper=_WRAPPED + "sub", names=("sub", "subtract"), inplace=True))
 mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} * {1})",
             python_exact=True,
             api=Api(doc="``input * other`` with broadcasting (``torch.mul``, "
@@ -322,7 +325,8 @@ div = defop("div", inputs=("x", "y"), impl=_np_div, kind=E, lowering="({0} / {1}
                     inplace=True))
 pow_ = defop("pow", inputs=("x", "y"), impl=_np_pow, kind=E, node="PowBackward1",
              lowering="power({0}, {1})", scalar=_pow_tensor_scalar, cost=Cost(weight=HEAVY),
-             helpers=(H.ipower, H.power))
+             helpers=(H.ipower, H.power),
+             api=Api(wrapper=_WRAPPED + "pow", inplace=True))  # (pow_scalar's too)
 _TIES = "nan-propagating; ties split the gradient evenly\n"
 maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E,
                 lowering="maximum({0}, {1})", helpers=(H.maximum,),
@@ -395,7 +399,8 @@ logical_not = defop("logical_not", inputs=("x",), impl=np.logical_not, kind=C,
 _where = defop("where", inputs=("cond", "x", "y"), kind="pointwise", impl=np.where,
                abstract=lambda c, x, y: (np.broadcast_shapes(c.shape, x.shape, y.shape),
                                                   x.dtype),
-               lowering="({1} if {0} else {2})")
+               lowering="({1} if {0} else {2})",
+               api=Api(wrapper="numgrad.ops.elementwise:where", method=False))
 _where.defvjp(None, lambda g, cond: where(cond, g, 0), lambda g, cond: where(cond, 0, g))
 
 

@@ -12,6 +12,8 @@ single Python call the hand-written wrappers made.
 """
 from __future__ import annotations
 
+import importlib
+import inspect
 import sys
 
 import numpy as np
@@ -36,8 +38,20 @@ def public_args(prim) -> tuple:
     return _DEFAULT_ARGS[len(prim.inputs)]
 
 
+def wrapper(prim):
+    """The hand-written public function a row names (``Api(wrapper="module:function")``)."""
+    module, _, attr = prim.api.wrapper.partition(":")
+    fn = getattr(importlib.import_module(module), attr, None)
+    if not callable(fn):
+        raise TypeError(f"primitive {prim.name!r}: its wrapper {prim.api.wrapper!r} is not a "
+                        "function")
+    return fn
+
+
 def function(prim, name=None):
     """The public function of ``prim`` (named ``name``, default its canonical name)."""
+    if prim.api.wrapper is not None:
+        return wrapper(prim)
     name = name or prim.api.names[0]
     args = public_args(prim)
     hint = "Tensor" if len(args) == 1 else "Operand"
@@ -54,9 +68,17 @@ def function(prim, name=None):
     return fn
 
 
-def inplace_method(prim, name):
-    """``Tensor.<name>``: ``prim`` written into the tensor (NumPy operands are constants)."""
-    if len(prim.inputs) == 1:
+def inplace_method(prim, name, fn=None):
+    """``Tensor.<name>``: ``prim`` (or its public function ``fn``, a wrapper) written into
+    the tensor (NumPy operands are constants)."""
+    if prim.api.wrapper is not None:
+        def method(self, *args, **kwargs):
+            args = [as_constant(a) if isinstance(a, np.ndarray) else a for a in args]
+            return apply_inplace(self, fn, *args, **kwargs)
+        sig = inspect.signature(fn)
+        first, *rest = sig.parameters.values()
+        method.__signature__ = sig.replace(parameters=[first.replace(name="self"), *rest])
+    elif len(prim.inputs) == 1:
         def method(self):
             return apply_inplace(self, prim)
     else:
@@ -67,7 +89,7 @@ def inplace_method(prim, name):
     method.__name__ = name
     method.__qualname__ = f"Tensor.{name}"
     method.__module__ = API_MODULE
-    method.__doc__ = (f"In-place ``{prim.api.names[0]}`` (``torch.Tensor.{name}``): writes the "
+    method.__doc__ = (f"In-place ``{name[:-1]}`` (``torch.Tensor.{name}``): writes the "
                       "result into this tensor and bumps its version. Raises RuntimeError on "
                       "a leaf that requires grad (under grad mode), or when the result cannot "
                       "be cast back to this tensor's dtype.")
@@ -93,11 +115,11 @@ def methods(prims, funcs) -> dict:
         api = prim.api
         if api is None:
             continue
-        name = api.names[0]
-        if api.method:
-            out[name] = funcs[name]
-        if api.inplace:
-            out[name + "_"] = inplace_method(prim, name + "_")
+        for name in api.names:
+            if api.method:
+                out[name] = funcs[name]
+            if api.inplace:
+                out[name + "_"] = inplace_method(prim, name + "_", funcs[name])
     return out
 
 

@@ -20,9 +20,8 @@ from numgrad.tensor import Tensor
 # The top-level functions PyTorch gives ``out=`` that return one tensor, besides the
 # registry rows whose ``api`` says ``out`` (``out_functions``).
 OUT_FUNCTIONS = (
-    "add", "sub", "subtract", "matmul", "mm", "mv", "addmm", "baddbmm", "bmm", "pow", "clamp",
-    "clip", "where", "cat", "concat", "concatenate", "stack", "sum", "mean", "amax", "amin",
-    "cumsum", "prod", "gather", "index_select", "tril", "triu")
+    "matmul", "mm", "mv", "addmm", "baddbmm", "bmm", "cat", "concat", "concatenate", "stack",
+    "sum", "mean", "amax", "amin", "cumsum", "prod", "gather", "index_select", "tril", "triu")
 
 
 def out_functions() -> tuple:

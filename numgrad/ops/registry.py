@@ -141,15 +141,23 @@ class Api:
     """How a row is public (``Primitive.api``): ``doc`` is the docstring of its function;
     ``names`` the functions (``ng.<name>``, ``ng.ops.<name>``; default: the row's name,
     the first one canonical, the rest aliases); ``args`` their parameter names (default
-    ``input`` or ``input, other``); ``method``: also ``Tensor.<name>``; ``inplace``: also
-    ``Tensor.<name>_`` (writes into the tensor, bumps its version); ``out``: ``out=``, as
-    PyTorch's function takes it."""
-    doc: str
+    ``input`` or ``input, other``); ``method``: also ``Tensor.<name>`` for each name;
+    ``inplace``: also ``Tensor.<name>_`` (writes into the tensor, bumps its version);
+    ``out``: ``out=``, as PyTorch's function takes it. ``wrapper``: ``"module:function"``,
+    a hand-written function that does real work (keywords such as ``alpha=``, dtype
+    handling, one function over two rows), exposed instead of a generated one (its own
+    docstring and signature)."""
+    doc: str = None
+    wrapper: str = None
     names: tuple = ()
     args: tuple = None
     method: bool = True
     inplace: bool = False
     out: bool = True
+
+    def __post_init__(self):
+        if (self.doc is None) == (self.wrapper is None):
+            raise TypeError("Api takes a doc (for a generated function) or a wrapper, not both")
 
 
 def subscribe(fn):
