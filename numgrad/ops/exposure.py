@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pathlib
 import sys
+import textwrap
 
 import numpy as np
 
@@ -170,3 +172,56 @@ def follow_registry():
     """Expose every row registered from now on (called once ``ops.methods`` has bound the
     rows of the import)."""
     registry._LISTENERS.append(_listen)
+
+
+# ------------------------------------------------------------------ the stub for IDEs
+def _annotation(a):
+    return a if isinstance(a, str) else getattr(a, "__name__", repr(a))
+
+
+def _stub_signature(fn) -> str:
+    sig = inspect.signature(fn)
+    parts, star = [], False
+    for p in sig.parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        text = ("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD
+                else "") + p.name
+        if p.annotation is not p.empty:
+            text += f": {_annotation(p.annotation)}"
+        if p.default is not p.empty:
+            text += f" = {p.default!r}" if p.annotation is not p.empty else f"={p.default!r}"
+        parts.append(text)
+    ret = sig.return_annotation
+    return f"({', '.join(parts)})" + ("" if ret is sig.empty else f" -> {_annotation(ret)}")
+
+
+STUB = pathlib.Path(__file__).with_name("api.pyi")
+
+
+def stub_text(funcs) -> str:
+    """``ops/api.pyi``: the generated functions ``funcs`` (``{name: function}``) as a stub,
+    so that IDEs and type checkers, which do not run the registry, see every name with its
+    signature and docstring (``write_stub`` writes it; tests/ops check it is current)."""
+    names = textwrap.fill(", ".join(repr(n) for n in sorted(funcs)), 95,
+                          initial_indent="    ", subsequent_indent="    ")
+    out = ['"""The public functions of the registry\'s rows (``ops.api``), for IDEs and type '
+           'checkers.', "",
+           "Written by ``ops.exposure.write_stub()`` from the registry: do not edit.", '"""',
+           "from typing import Union", "", "from numgrad.tensor import Tensor", "",
+           "Number = Union[int, float, bool]", "Operand = Union[Tensor, int, float, bool]",
+           "__all__ = [", names + ",", "]"]
+    for name in sorted(funcs):
+        fn = funcs[name]
+        doc = (inspect.getdoc(fn) or "").replace("\\", "\\\\")
+        doc = "\n".join(("    " + line).rstrip() for line in doc.splitlines()).lstrip()
+        out += ["", "", f"def {name}{_stub_signature(fn)}:", f'    """{doc}"""', "    ..."]
+    return "\n".join(out) + "\n"
+
+
+def write_stub():
+    """Write ``ops/api.pyi`` for the rows of the library:
+    ``python -c "from numgrad.ops import exposure; exposure.write_stub()"``."""
+    from numgrad.ops import api
+    STUB.write_text(stub_text(api.FUNCTIONS))

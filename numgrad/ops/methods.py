@@ -10,14 +10,13 @@ import numbers
 import numpy as np
 
 from numgrad import dtypes as _dt
-from numgrad import tracing_hook
 from numgrad.grad_mode import no_grad
 from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
 from numgrad.ops import linalg, inplace, special as SP, composites as C, api
 from numgrad.ops import logical, sorting
 from numgrad.ops import keywords, new_tensors, products, exposure
 from numgrad.ops.registry import REGISTRY
-from numgrad.ops.wrapped import pow, clamp
+from numgrad.ops.wrapped import pow
 from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device

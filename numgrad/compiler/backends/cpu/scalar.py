@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
+import numpy as np  # noqa: F401  (kernels import this namespace)
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic

@@ -2,12 +2,12 @@
 
 Room: compiler. The registry's scalar helpers (``ops.registry.Helper`` rows, their bodies
 in ``ops.scalar_helpers`` or beside the row) as CUDA device functions (inlined). The
-transcendentals are CUDA's own: Numba lowers ``math.*`` to libdevice (``__nv_exp``...), which is within 1-2
-ulp, as the CPU's vector math is (under Numba's simulator, NumPy's, for IEEE results);
-porting ``llvm.vmath``'s polynomials would not be faster on a GPU, where these kernels are
-memory-bound. Each function keeps the CPU helper's special-value rule (NaN passes clamp,
-relu(-0) is -0, sign(NaN) is 0...); every helper the CPU backend compiles is defined here
-too (tests/compiler/backends/cuda checks it).
+transcendentals are CUDA's own: Numba lowers ``math.*`` to libdevice (``__nv_exp``...),
+which is within 1-2 ulp, as the CPU's vector math is (under Numba's simulator, NumPy's, for
+IEEE results); porting ``llvm.vmath``'s polynomials would not be faster on a GPU, where
+these kernels are memory-bound. Each function keeps the CPU helper's special-value rule
+(NaN passes clamp, relu(-0) is -0, sign(NaN) is 0...); every helper the CPU backend
+compiles is defined here too (tests/compiler/backends/cuda checks it).
 """
 from __future__ import annotations
 

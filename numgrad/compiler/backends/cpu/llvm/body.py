@@ -15,10 +15,10 @@ string in the kernel source, so Numba's disk cache keys on it like any other sou
   instruction, helpers (``_Helpers`` and llvm.vmath's transcendentals) their IR; a helper
   whose registry row says ``llvm="numba"`` leaves the loop to Numba, on purpose, and one
   that says nothing (or that no row carries) is an error (``UnknownHelper``). Other
-  constructs (comparisons, conditionals) leave the loop to Numba. Transcendentals call llvm.vmath's bodies at the one
-  vector width (the first INLINE_CALL_SITES sites inlined, as in Numba loops), and the
-  two members of a registry pair (sin and cos of one value) one function with both
-  bodies, which LLVM merges once per module;
+  constructs (comparisons, conditionals) leave the loop to Numba. Transcendentals call
+  llvm.vmath's bodies at the one vector width (the first INLINE_CALL_SITES sites inlined,
+  as in Numba loops), and the two members of a registry pair (sin and cos of one value)
+  one function with both bodies, which LLVM merges once per module;
 - the kernels carry no fast-math flags (unless fastmath=True), so elementwise values are
   bit-identical to the Numba-lowered loop, also across segment cuts (SEGMENT_OPS); a sum
   adds lane by lane into per-stream vector accumulators and folds them in a fixed order
