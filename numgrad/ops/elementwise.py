@@ -2,9 +2,10 @@
 
 Room: ops. Each ``defop`` is the single definition of an op: NumPy impl, vjp
 rules written in numgrad ops, and the scalar lowering template that the CPU and
-CUDA emitters share. Templates name helper functions (``exp``, ``sigmoid``...)
-that each backend provides; they are not Python's ``math`` module on purpose,
-so that a backend can substitute vectorisable implementations.
+CUDA emitters share. Templates name helper functions (``exp``, ``sigmoid``...) that
+the row carries (``helpers``: ``ops.scalar_helpers``) and each backend compiles; they are
+not Python's ``math`` module on purpose, so that a backend can substitute vectorisable
+implementations.
 """
 from __future__ import annotations
 

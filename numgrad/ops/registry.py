@@ -47,8 +47,8 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
 - ``scalar(args, dtype, params, spell) -> str``: the scalar lowering, an expression over
   the operand expressions ``args`` for an ``dtype`` result; ``spell`` is the backend's
   ``lit(value, dtype)`` / ``cast(expr, dtype)``. Defaults to filling the ``lowering``
-  template. It names helpers of ``compiler.backends.cpu.scalar`` and reads the same in
-  ``numba.njit`` and ``numba.cuda.jit`` code.
+  template. It calls only the helpers the row carries (``helpers``) and reads the same
+  in ``numba.njit`` and ``numba.cuda.jit`` code.
   ``reduce``: a ``Reduction`` (combine, identity, mean).
 - ``helpers``: the ``Helper`` rows of the scalar functions its lowering calls (``exp``,
   ``clamp_min``...): each backend builds its kernels' helper namespace from them
@@ -353,8 +353,12 @@ def defop(name, **fields) -> Primitive:
     for h in prim.helpers:
         HELPERS[h.name] = h
     REGISTRY[name] = prim
-    for fn in _LISTENERS:
-        fn(prim, True)
+    try:
+        for fn in _LISTENERS:
+            fn(prim, True)
+    except Exception:  # (a public name taken already): the registry as it was
+        unregister(name)
+        raise
     return prim
 
 

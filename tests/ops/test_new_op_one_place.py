@@ -159,3 +159,12 @@ def test_unregister_leaves_nothing_behind():
     for ns in (ng, ng.ops, ng.ops.api, ng.Tensor, scalar, scalar_vec, cuda_scalar):
         assert not hasattr(ns, name) and not hasattr(ns, name + "_")
     assert name not in ng.ops.REGISTRY and name not in ng.ops.HELPERS
+
+
+def test_a_public_name_taken_already_is_refused_and_the_registry_is_as_it_was():
+    before = dict(ng.ops.REGISTRY), dict(ng.ops.HELPERS), ng.exp
+    with pytest.raises(ValueError, match=r"public names taken already: \['exp', 'Tensor.exp'\]"):
+        ng.ops.register(NAME + "_exp", inputs=("x",), kind="elementwise", impl=np.exp,
+                        lowering="exp({0})", helpers=(ng.ops.HELPERS["exp"],),
+                        api=Api(doc="e ** x", names=("exp",)))
+    assert (dict(ng.ops.REGISTRY), dict(ng.ops.HELPERS), ng.exp) == before
