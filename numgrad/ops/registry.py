@@ -368,7 +368,7 @@ def register(name, *, vjp=None, **fields) -> Primitive:
     its public function, ``Tensor`` method and in-place variant. The backends' helper
     namespaces pick up its ``helpers``. Undo with ``unregister(name)``.
 
-    >>> import math
+    >>> import numgrad as ng
     >>> from numgrad.ops import Api, Helper, register, unregister
     >>> def cube(x):
     ...     return x * x * x
