@@ -10,6 +10,7 @@ Python tensor object, as in PyTorch.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import weakref
 from collections import OrderedDict
@@ -187,10 +188,11 @@ class SavedTensor:
         self._packed = None
         self._was = None  # once freed: a weak reference to the saved input, for pictures
         if _SAVED_HOOKS:  # saved_tensors_hooks: keep what the pack hook made, not the tensor
+            _refuse_inside_jit(t)
             self._tensor = self._data = None
             self._output_nr = t._output_nr
             self._requires_grad = t._requires_grad
-            pack, unpack = _SAVED_HOOKS[-1]
+            pack, unpack = _SAVED_HOOKS[-1].pack_hook, _SAVED_HOOKS[-1].unpack_hook
             outer = _SAVED_HOOKS[:]
             _SAVED_HOOKS.clear()  # what the pack hook itself computes saves plainly
             try:
@@ -305,11 +307,45 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
-        _SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
+        _SAVED_HOOKS.append(self)
         return self
 
     def __exit__(self, *exc):
         _SAVED_HOOKS.pop()
+
+
+class trace_time_hooks(saved_tensors_hooks):
+    """``saved_tensors_hooks`` that are part of the program: under ``@ng.jit`` they run while
+    the function is traced, on traced tensors, and their effect is compiled into the plan
+    (``utils.checkpoint`` packs each saved tensor as an index and recomputes it)."""
+
+    trace_time = True
+
+
+def _refuse_inside_jit(t):
+    from numgrad import tracing_hook
+    if tracing_hook.concrete(t._data) or getattr(_SAVED_HOOKS[-1], "trace_time", False):
+        return
+    from numgrad.errors import TracingError, user_location
+    raise TracingError(
+        f"saved_tensors_hooks opened inside an @ng.jit function {user_location()}: the plan "
+        "saves other tensors than eager mode does, so the hooks cannot see the tensors they "
+        "would see eagerly. Open the context around the call instead: the hooks then pack "
+        "each tensor the plan saves for its backward, at every call, and unpack it when the "
+        "backward runs")
+
+
+@contextlib.contextmanager
+def paused_saved_hooks():
+    """While a function is traced for ``@ng.jit``, the hooks opened around the call do not
+    see the traced tensors (``torch.compile`` pauses them alike): they run at every call,
+    on the tensors the plan saves (``compiler.saved_hooks``)."""
+    outer = _SAVED_HOOKS[:]
+    _SAVED_HOOKS.clear()
+    try:
+        yield
+    finally:
+        _SAVED_HOOKS[:] = outer
 
 
 class save_on_cpu(saved_tensors_hooks):
