@@ -3,9 +3,6 @@ backward, never a loop over the rows), with torch's values and structures, creat
 included, eagerly and under @ng.jit."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,14 +10,7 @@ torch = pytest.importorskip("torch")
 
 import numgrad as ng  # noqa: E402
 from numgrad.autograd import engine  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "func"))
-from helpers import assert_same_tree, both  # noqa: E402
-
-NF = ng.autograd.functional
-TF = torch.autograd.functional
-X = np.array([0.3, -1.2, 0.7])
-Y = np.array([[0.5, 1.0, -0.4], [2.0, -0.1, 0.3]])
+from test_functional import NF, TF, X, Y, assert_same_tree, both  # noqa: E402
 
 
 def f_two(x, y):
