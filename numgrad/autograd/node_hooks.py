@@ -73,12 +73,12 @@ def _call_post(hooks, grad_inputs, grad_outputs):
 def after_accumulate(node, g, accumulated):
     """An AccumulateGrad's post-hooks (``grad_inputs`` is empty, as in PyTorch), then the
     leaf's post-accumulate-grad hooks when ``.grad`` was written."""
-    hooks = node._pre_hooks.get(NODE_POST)
-    if hooks and is_traced([g]):  # a leaf of the trace: called by the plan at run time
-        annotate([g], (), lambda gs: _call_post(hooks, [], gs) + [None], _name(hooks))
-        hooks = None
-    for hook in list((hooks or {}).values()):
-        hook((), (g,))
+    post_hooks = node._pre_hooks.get(NODE_POST)
+    if post_hooks and is_traced([g]):  # a leaf of the trace: called by the plan at run time
+        annotate([g], (), lambda gs: _call_post(post_hooks, [], gs) + [None],
+                 _name(post_hooks))
+    elif post_hooks:
+        _call_post(post_hooks, [], [g])
     hooks = node._pre_hooks.get(POST_ACCUMULATE)
     if hooks and accumulated:
         for hook in list(hooks.values()):

@@ -119,3 +119,29 @@ def test_a_post_hook_returning_the_wrong_count_inside_jit_raises_as_eagerly():
     assert "incorrect number of values (got 1, but expected 2)" in want
     assert message(eager, ng).split("'")[0::2] == want.split("'")[0::2]
     assert message(jit_bad_post_hook, ng).split("'")[0::2] == want.split("'")[0::2]
+
+
+def accumulator_hooks_program(m, log):
+    def f(x):
+        y = x * 3
+        acc = y.grad_fn.next_functions[0][0]  # the argument's AccumulateGrad
+        acc.register_prehook(lambda go: log.append(("accpre", go)) or (go[0] * 2,))
+        acc.register_hook(lambda gi, go: log.append(("accpost", gi, go)))
+        return y.sum()
+    return f
+
+
+ACC_LOG = []
+JIT_ACC = ng.jit(accumulator_hooks_program(ng, ACC_LOG))
+
+
+def test_hooks_on_an_arguments_accumulator_inside_jit_match_torch():
+    tlog = []
+    tx = torch.tensor(X, requires_grad=True)
+    accumulator_hooks_program(torch, tlog)(tx).backward()
+    for _ in range(2):
+        ACC_LOG.clear()
+        x = ng.tensor(X, requires_grad=True)
+        JIT_ACC(x).backward()
+        assert same_log(ACC_LOG, tlog)
+        assert_close(x.grad, tx.grad)
