@@ -188,7 +188,7 @@ class SavedTensor:
         self._packed = None
         self._was = None  # once freed: a weak reference to the saved input, for pictures
         if _SAVED_HOOKS:  # saved_tensors_hooks: keep what the pack hook made, not the tensor
-            _refuse_inside_jit(t)
+            _refuse_inside_jit()
             self._tensor = self._data = None
             self._output_nr = t._output_nr
             self._requires_grad = t._requires_grad
@@ -322,9 +322,10 @@ class trace_time_hooks(saved_tensors_hooks):
     trace_time = True
 
 
-def _refuse_inside_jit(t):
-    from numgrad import tracing_hook
-    if tracing_hook.concrete(t._data) or getattr(_SAVED_HOOKS[-1], "trace_time", False):
+def _refuse_inside_jit():
+    # While a trace runs, the hooks opened around it are paused: whatever is on the stack
+    # was opened inside the traced function.
+    if not _paused or getattr(_SAVED_HOOKS[-1], "trace_time", False):
         return
     from numgrad.errors import TracingError, user_location
     raise TracingError(
@@ -340,12 +341,18 @@ def paused_saved_hooks():
     """While a function is traced for ``@ng.jit``, the hooks opened around the call do not
     see the traced tensors (``torch.compile`` pauses them alike): they run at every call,
     on the tensors the plan saves (``compiler.saved_hooks``)."""
+    global _paused
     outer = _SAVED_HOOKS[:]
     _SAVED_HOOKS.clear()
+    _paused += 1
     try:
         yield
     finally:
+        _paused -= 1
         _SAVED_HOOKS[:] = outer
+
+
+_paused = 0  # how many traces have paused the hooks (paused_saved_hooks)
 
 
 class save_on_cpu(saved_tensors_hooks):
