@@ -26,9 +26,18 @@ import threading
 from numgrad import tracing_hook
 
 
+def _tracer_of(g):
+    """The tracer recording ``g``'s payload, or None (a value, or one ``vmap`` batches:
+    hooks are called on those directly)."""
+    if g is None or tracing_hook.concrete(g._data):
+        return None
+    interp = getattr(g._data, "_ng_interpreter", None)
+    return interp if hasattr(interp, "wrap_hook") else None
+
+
 def is_traced(gs) -> bool:
     """Some gradient in ``gs`` is a traced value (the backward is being traced)."""
-    return any(g is not None and not tracing_hook.concrete(g._data) for g in gs)
+    return any(_tracer_of(g) is not None for g in gs)
 
 
 def annotate(grads, writable, run, name="hook"):
@@ -41,8 +50,7 @@ def annotate(grads, writable, run, name="hook"):
     live = [k for k, g in enumerate(grads) if g is not None]
     if not live:
         return list(grads)
-    wrap = next(grads[k] for k in live if not tracing_hook.concrete(grads[k]._data)) \
-        ._data._ng_interpreter.wrap_hook
+    wrap = next(t for t in map(_tracer_of, grads) if t is not None).wrap_hook
     writable = [k for k in writable if grads[k] is not None]
     state = threading.local()  # one backward's gradients and results (plans are shared)
     last = live[-1]
