@@ -317,7 +317,15 @@ class saved_tensors_hooks:
 class trace_time_hooks(saved_tensors_hooks):
     """``saved_tensors_hooks`` that are part of the program: under ``@ng.jit`` they run while
     the function is traced, on traced tensors, and their effect is compiled into the plan
-    (``utils.checkpoint`` packs each saved tensor as an index and recomputes it)."""
+    (``utils.checkpoint`` packs each saved tensor as an index and recomputes it). Eagerly
+    they are ``saved_tensors_hooks``.
+
+    >>> x = ng.ones(2, requires_grad=True)
+    >>> with ng.autograd.graph.trace_time_hooks(lambda t: t * 2, lambda t: t):
+    ...     y = (x * x).sum()
+    >>> y.backward(); x.grad
+    tensor([4., 4.])
+    """
 
     trace_time = True
 
