@@ -145,3 +145,39 @@ def test_hooks_on_an_arguments_accumulator_inside_jit_match_torch():
         JIT_ACC(x).backward()
         assert same_log(ACC_LOG, tlog)
         assert_close(x.grad, tx.grad)
+
+
+def two_outputs_program(m, log):
+    class SinCos(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin(), x.cos()
+
+        @staticmethod
+        def backward(ctx, gs, gc):
+            x, = ctx.saved_tensors
+            return gs * x.cos() - gc * x.sin()
+
+    def f(x):
+        s, c = SinCos.apply(x)
+        s.grad_fn.register_prehook(lambda go: log.append(("pre", go)) or (go[0], go[1] * 5))
+        return (s * 2).sum() + (c * c).sum()
+    return f
+
+
+TWO_LOG = []
+JIT_TWO_OUTPUTS = ng.jit(two_outputs_program(ng, TWO_LOG))
+
+
+def test_pre_hook_on_a_node_of_two_gradients_inside_jit_matches_torch():
+    tlog = []
+    tx = torch.tensor(X, requires_grad=True)
+    two_outputs_program(torch, tlog)(tx).backward()
+    assert len(tlog) == 1 and len(tlog[0][1]) == 2
+    for _ in range(2):
+        TWO_LOG.clear()
+        x = ng.tensor(X, requires_grad=True)
+        JIT_TWO_OUTPUTS(x).backward()
+        assert same_log(TWO_LOG, tlog)
+        assert_close(x.grad, tx.grad)
