@@ -135,16 +135,24 @@ ACC_LOG = []
 JIT_ACC = ng.jit(accumulator_hooks_program(ng, ACC_LOG))
 
 
-def test_hooks_on_an_arguments_accumulator_inside_jit_match_torch():
+def assert_jit_matches_torch(program, jitted, log):
+    """``program`` run by torch eagerly and ``jitted`` (tracing, then the cached plan) log
+    the same hook calls and give the same gradient; returns torch's log."""
     tlog = []
     tx = torch.tensor(X, requires_grad=True)
-    accumulator_hooks_program(torch, tlog)(tx).backward()
+    program(torch, tlog)(tx).backward()
     for _ in range(2):
-        ACC_LOG.clear()
+        log.clear()
         x = ng.tensor(X, requires_grad=True)
-        JIT_ACC(x).backward()
-        assert same_log(ACC_LOG, tlog)
+        jitted(x).backward()
+        assert same_log(log, tlog)
         assert_close(x.grad, tx.grad)
+    return tlog
+
+
+def test_hooks_on_an_arguments_accumulator_inside_jit_match_torch():
+    tlog = assert_jit_matches_torch(accumulator_hooks_program, JIT_ACC, ACC_LOG)
+    assert [e[0] for e in tlog] == ["accpre", "accpost"]
 
 
 def two_outputs_program(m, log):
@@ -171,13 +179,5 @@ JIT_TWO_OUTPUTS = ng.jit(two_outputs_program(ng, TWO_LOG))
 
 
 def test_pre_hook_on_a_node_of_two_gradients_inside_jit_matches_torch():
-    tlog = []
-    tx = torch.tensor(X, requires_grad=True)
-    two_outputs_program(torch, tlog)(tx).backward()
+    tlog = assert_jit_matches_torch(two_outputs_program, JIT_TWO_OUTPUTS, TWO_LOG)
     assert len(tlog) == 1 and len(tlog[0][1]) == 2
-    for _ in range(2):
-        TWO_LOG.clear()
-        x = ng.tensor(X, requires_grad=True)
-        JIT_TWO_OUTPUTS(x).backward()
-        assert same_log(TWO_LOG, tlog)
-        assert_close(x.grad, tx.grad)
