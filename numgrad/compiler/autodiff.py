@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from numgrad.autograd import engine
-from numgrad.autograd.graph import Node
+from numgrad.autograd.graph import Node, paused_saved_hooks
 from numgrad.compiler import pytree
 from numgrad.compiler.compiled_node import active_backward_node
 from numgrad.compiler.ir import Graph
@@ -112,7 +112,8 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozen
     tracer.lift = enter      # captured tensors enter the same way, after the arguments
     a, k = pytree.unflatten(tree, new_leaves)
     try:
-        with set_grad_enabled(grad_enabled), tracer, RandomWatch() as watch:
+        with set_grad_enabled(grad_enabled), tracer, paused_saved_hooks(), \
+                RandomWatch() as watch:
             result = fn(*a, **k)
             out_tree, out_leaves = pytree.flatten(result)
             # A captured tensor returned as it is: the caller gets that very tensor back.
@@ -161,7 +162,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozen
                        for j in req_out]
                 _name_cotangents(graph, [c._data for c in cts])
                 tracer.lift = None  # the backward adds no captures (it may not add inputs)
-                with tracer:        # hooks may read captured tensors: those are known now
+                with tracer, paused_saved_hooks():  # hooks may read captures: known now
                     gs = engine.grad([out_leaves[j] for j in req_out],
                                      [wrt[i] for i in req_in], grad_outputs=cts,
                                      retain_graph=True, allow_unused=True)

@@ -15,6 +15,7 @@ import threading
 import numpy as np
 
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of, version_error
+from numgrad.compiler import saved_hooks
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 
@@ -30,7 +31,7 @@ class CompiledFunctionBackward(Node):
     """The backward of one compiled call; runs the compiled backward program."""
 
     __slots__ = ("_plan", "_tensors", "_arrays", "_saved", "_versions", "_outs", "_freed",
-                 "_spec")
+                 "_spec", "_hooked")
 
     def __init__(self, plan, tensors, arrays, saved):
         # Node.__init__, inlined: one of these is made per compiled call.
@@ -47,6 +48,8 @@ class CompiledFunctionBackward(Node):
         self._outs = []
         self._freed = False
         self._spec = None  # gradients for a cotangent of 1, computed by the call
+        self._hooked = saved_hooks.pack(self, plan.check_inputs) if saved_hooks.active() \
+            and plan.saves else None  # saved_tensors_hooks around the call
 
     def name(self):
         return "CompiledFunctionBackward"
@@ -64,7 +67,8 @@ class CompiledFunctionBackward(Node):
 
     def watch_outputs(self, outs):
         # Eager mode saves these outputs; so the error names the op eager would name.
-        self._outs = [(t._vc, t._vc.value, t._data, name) for t, name in outs]
+        if self._hooked is None:
+            self._outs = [(t._vc, t._vc.value, t._data, name) for t, name in outs]
 
     def _check_versions(self):
         for t, v in self._versions:
@@ -87,6 +91,9 @@ class CompiledFunctionBackward(Node):
         spec, self._spec = self._spec, None
         if spec is not None:
             plan.spec.pending -= 1
+        arrays, saved = self._arrays, self._saved
+        if self._hooked is not None:  # the unpack hooks run at every backward, as eagerly
+            arrays, saved, spec = *saved_hooks.unpack(self), None
         if is_grad_enabled():  # create_graph: differentiate the backward itself
             gs = plan.differentiable_backward(self._tensors, grads)
             for i, g in zip(plan.grad_pos, gs):
@@ -98,7 +105,7 @@ class CompiledFunctionBackward(Node):
                     result[i] = Tensor._make(r)
                 return result
             plan.spec.saw_backward(grads[0]._data)
-        args = self._arrays + self._saved
+        args = arrays + saved
         for g, v in zip(grads, plan.cot_vars):
             if g is None:
                 args.append(np.zeros(v.shape, v.dtype))
@@ -126,3 +133,4 @@ class CompiledFunctionBackward(Node):
         self._saved = None
         self._arrays = None
         self._spec = None
+        self._hooked = None
