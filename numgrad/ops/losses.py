@@ -78,10 +78,23 @@ def _log_softmax(x, dim):
     return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 
 
+def _log_softmax_backward(grad, logp, dim):
+    return grad - np.exp(logp) * grad.sum(axis=dim, keepdims=True)
+
+
 log_softmax_p = defop("log_softmax", inputs=("x",), params=("dim",), impl=_log_softmax,
                       abstract=_same, jit=False)
-log_softmax_p.defvjp(lambda g, out, dim: g - out.exp() * g.sum(dim, keepdim=True))
-
+# Its backward is one kernel too (PyTorch's _log_softmax_backward_data): ``grad - softmax *
+# sum(grad)``. Linear in grad, with the transpose ``v - sum(v * softmax)``; in logp,
+# elementwise ``-softmax * sum(grad)``. (``out`` is taken: it names a node's own output.)
+log_softmax_backward_p = defop(
+    "log_softmax_backward", inputs=("grad", "logp"), params=("dim",),
+    impl=_log_softmax_backward, node="LogSoftmaxBackwardDataBackward0",
+    abstract=lambda grad, logp, dim: (grad.shape, np.dtype(grad.dtype)), jit=False)
+log_softmax_p.defvjp(lambda g, out, dim: log_softmax_backward_p(g, out, dim=dim))
+log_softmax_backward_p.defvjp(
+    lambda g, logp, dim: g - (g * logp.exp()).sum(dim, keepdim=True),
+    lambda g, grad, logp, dim: -(g * logp.exp()) * grad.sum(dim, keepdim=True))
 
 def log_softmax(x: Tensor, dim: int):
     """``log_softmax`` as one node, or None where the composite must run (see ``fused``).
@@ -96,15 +109,20 @@ def log_softmax(x: Tensor, dim: int):
 
 # ----------------------------------------------------------------- nll_loss
 def _picked(target, weight, ignore_index):
-    """Per sample: its class (0 where ignored) and its weight (0 where ignored)."""
+    """Per sample: whether it counts (None: all do), its class (0 where ignored) and its
+    weight (0 where ignored)."""
     keep = target != ignore_index
+    if keep.all():  # the usual batch: nothing to mask
+        return None, target, weight[target]
     idx = np.where(keep, target, 0)
     return keep, idx, np.where(keep, weight[idx], 0)
 
 
 def _nll(x, target, weight, ignore_index, reduction):
     keep, idx, w = _picked(target, weight, ignore_index)
-    loss = np.where(keep, -(x[np.arange(len(idx)), idx] * w), 0).astype(x.dtype, copy=False)
+    loss = -(x[np.arange(len(idx)), idx] * w)
+    if keep is not None:  # 0, not -(x * 0), for an ignored row (x may be inf)
+        loss = np.where(keep, loss, 0).astype(x.dtype, copy=False)
     if reduction == "none":
         return loss
     total = loss.sum()
@@ -115,8 +133,10 @@ def _nll_backward(g, target, weight, x_shape, ignore_index, reduction):
     keep, idx, w = _picked(target, weight, ignore_index)
     scale = -g if reduction != "mean" else -g / w.sum()
     out = np.zeros(x_shape, g.dtype)
-    # An ignored row writes 0 (not 0 * scale: scale is inf when every sample is ignored).
-    out[np.arange(len(idx)), idx] = np.where(keep, w * scale, 0)
+    picked = w * scale
+    if keep is not None:  # 0 for an ignored row (scale is inf when every row is ignored)
+        picked = np.where(keep, picked, 0)
+    out[np.arange(len(idx)), idx] = picked
     return out
 
 

@@ -61,9 +61,10 @@ def test_two_input_losses_match_torch(name):
     _close(gx, rx)
     _close(gt, rt)
     # Double backward: through the vjp rules, written in numgrad ops.
-    (hx,) = ng.autograd.grad((gx * gx).sum() + (gt * x).sum(), x)
-    (rhx,) = torch.autograd.grad((rx * rx).sum() + (rt * tx).sum(), tx)
+    hx, ht = ng.autograd.grad((gx * gx).sum() + (gt * x).sum(), (x, t))
+    rhx, rht = torch.autograd.grad((rx * rx).sum() + (rt * tx).sum(), (tx, tt))
     _close(hx, rhx, 1e-8)
+    _close(ht, rht, 1e-8)
 
 
 NLL = {
@@ -110,6 +111,14 @@ def test_nll_loss_backward_of_backward_is_named_and_linear():
     (gs,) = ng.autograd.grad((g * ng.tensor(T)).sum(), s)
     (rs,) = torch.autograd.grad((tg * torch.tensor(T)).sum(), ts)
     _close(gs, rs)
+
+
+def test_log_softmax_backward_of_backward_is_named_as_pytorch():
+    (x, tx), (s, ts) = _pair(X), _pair(T)
+    (g,) = ng.autograd.grad((x.log_softmax(1) * s).sum(), x, create_graph=True)
+    (tg,) = torch.autograd.grad((tx.log_softmax(1) * ts).sum(), tx, create_graph=True)
+    assert g.grad_fn.name() == tg.grad_fn.name() == "LogSoftmaxBackwardDataBackward0"
+    _close(g, tg)
 
 
 def test_all_ignored_mean_is_nan_with_zero_gradient():
