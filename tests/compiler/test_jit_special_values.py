@@ -51,6 +51,7 @@ EXEMPT = {
     "log_softmax": "eager only: traced, it decomposes (ops.losses)",
     "nll_loss": "eager only (ops.losses)", "nll_loss_backward": "eager only (ops.losses)",
     "log_softmax_backward": "eager only (ops.losses)",
+    "threshold_backward": "eager only: relu's backward (ops.threshold)",
     "mse_loss": "eager only (ops.losses)", "binary_cross_entropy": "eager only (ops.losses)",
     "binary_cross_entropy_with_logits": "eager only (ops.losses)",
 }

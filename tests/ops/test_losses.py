@@ -187,3 +187,16 @@ def test_decomposes_under_jit_vmap_and_forward_ad():
     _, ref = torch.func.jvp(lambda a: a.log_softmax(1), (torch.tensor(X),),
                             (torch.tensor(tangent),))
     _close(jvp, ref)
+
+
+def test_relu_backward_is_one_node_and_matches_torch():
+    a = np.array([[-1.0, 0.0, -0.0, 2.0, np.nan, 3.0]])
+    (x, tx), (s, ts) = _pair(a), _pair(np.array([[1.0, 2, 3, 4, 5, 6]]))
+    (g,) = ng.autograd.grad((x.relu() * s).sum(), x, create_graph=True)
+    (tg,) = torch.autograd.grad((tx.relu() * ts).sum(), tx, create_graph=True)
+    _close(g, tg)
+    assert g.grad_fn.name() == tg.grad_fn.name() == "ThresholdBackwardBackward0"
+    (gs,) = ng.autograd.grad((g * ng.tensor(a[:, ::-1].copy())).sum(), s)
+    (rs,) = torch.autograd.grad((tg * torch.tensor(a[:, ::-1].copy())).sum(), ts)
+    _close(gs, rs)
+
