@@ -15,7 +15,12 @@ import os
 import statistics
 import time
 
-import numpy as np
+# One thread on both sides: torch.set_num_threads(1) below, and NumPy's BLAS (OpenBLAS's
+# threads spin, so on a busy 2-core machine a 64x64 matmul could take milliseconds).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402  (after the thread settings)
 
 
 def _cases(lib, F):
@@ -76,12 +81,29 @@ def _cases(lib, F):
             return h
         return call
 
+    def train_step():
+        # The PyTorch habit: a Module, an optimizer, zero_grad / loss / backward / step.
+        gen = np.random.default_rng(1)
+        model = lib.nn.Sequential(lib.nn.Linear(64, 128), lib.nn.ReLU(), lib.nn.Linear(128, 10))
+        with lib.no_grad():
+            for p in model.parameters():
+                p.copy_(lib.tensor(gen.standard_normal(tuple(p.shape)).astype(np.float32) * 0.1))
+        opt = lib.optim.SGD(model.parameters(), lr=0.01)
+        x, y = t(np.resize(X, (64, 64))), lib.tensor(np.resize(Y, 64))
+
+        def call():
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+        return call
+
     return {"x + y, 10 elements, x requires grad": add,
             "((x*y).sin() + x).exp().sum() forward": chain_fwd,
             "the same, forward + backward": chain_fwd_bwd,
             "the same under no_grad": no_grad,
             "MLP step: cross_entropy((X@W1).relu()@W2) + backward, 32x64": mlp_step,
-            "8 Linear(16,16)+clamp layers, forward": linear_loop}
+            "8 Linear(16,16)+clamp layers, forward": linear_loop,
+            "train step: MLP 64-128-10, SGD, batch 64 (nn + optim)": train_step}
 
 
 def _per_call(call, seconds=0.05):

@@ -74,7 +74,14 @@ def evaluate(prim, datas, params):
             interp = getattr(d, "_ng_interpreter", None)
             if interp is not None:
                 return _innermost(datas, interp).process(prim, datas, params)
-    out = run_impl(prim, datas, params)
+    if prim.quiet and _set_fp is not None:  # run_impl, inlined: every eager op comes here
+        token = _set_fp(_QUIET_FP)
+        try:
+            out = prim.impl(*datas, **params)
+        finally:
+            _reset_fp(token)
+    else:
+        out = run_impl(prim, datas, params)
     if type(out) is _ndarray or hasattr(out, "_ng_device"):  # a device payload (to_device)
         return out
     return np.asarray(out)
