@@ -2,7 +2,7 @@
 tensors, 1 thread, the two interleaved in one run (ratios, not absolute times, are the
 result). The cases are the ones a user types into Jupyter and a small training step.
 
-    python -m bench.eager_speed [--rounds 7] [--plot bench/results/eager_speed.png]
+    python -m bench.eager_speed [--rounds 7] [--plot bench/results/eager_speed.png] [--ceiling]
 
 Prints median microseconds per call, the ratio numgrad/torch per case and their geometric
 mean; ``--plot`` draws the ratios. Goals: geometric mean <= 1.5 (aim 1.0), MLP step <= 1.5.
@@ -144,6 +144,77 @@ def run(rounds=7):
     return rows, geo
 
 
+def ceiling(rounds=5):
+    """What a lazy eager mode (record the ops, compile them as a plan on ``backward()``) could
+    win on the MLP step, bounded by measurement: it must still dispatch every forward op in
+    Python (the ``no_grad`` forward), and at best runs the backward as ``@ng.jit`` on the loss
+    does; NumPy by hand is the floor of the kernels themselves."""
+    import torch
+    import torch.nn.functional as TF
+
+    import numgrad as ng
+    import numgrad.nn.functional as NF
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((32, 64)).astype(np.float32)
+    W1 = (rng.standard_normal((64, 64)) * 0.1).astype(np.float32)
+    W2 = (rng.standard_normal((64, 10)) * 0.1).astype(np.float32)
+    Y = rng.integers(0, 10, 32)
+    x, w1, w2, y = ng.tensor(X), ng.tensor(W1, requires_grad=True), \
+        ng.tensor(W2, requires_grad=True), ng.tensor(Y)
+    tx, tw1, tw2, ty = torch.tensor(X), torch.tensor(W1, requires_grad=True), \
+        torch.tensor(W2, requires_grad=True), torch.tensor(Y)
+
+    @ng.jit
+    def loss(x, w1, w2, y):
+        return NF.cross_entropy((x @ w1).relu() @ w2, y)
+
+    def eager():
+        w1.grad = w2.grad = None
+        NF.cross_entropy((x @ w1).relu() @ w2, y).backward()
+
+    def forward_no_grad():
+        with ng.no_grad():
+            NF.cross_entropy((x @ w1).relu() @ w2, y)
+
+    def jitted():
+        w1.grad = w2.grad = None
+        loss(x, w1, w2, y).backward()
+
+    def torch_eager():
+        tw1.grad = tw2.grad = None
+        TF.cross_entropy((tx @ tw1).relu() @ tw2, ty).backward()
+
+    rows = np.arange(32)
+
+    def numpy_by_hand():
+        h = X @ W1
+        r = np.maximum(h, 0)
+        z = r @ W2
+        s = z - z.max(1, keepdims=True)
+        lp = s - np.log(np.exp(s).sum(1, keepdims=True))
+        g = np.exp(lp)
+        g[rows, Y] -= 1
+        g /= 32
+        return -lp[rows, Y].mean(), X.T @ np.where(h <= 0, 0, g @ W2.T), r.T @ g
+
+    cases = {"torch eager": torch_eager, "numgrad eager": eager,
+             "numgrad forward under no_grad": forward_no_grad,
+             "numgrad @ng.jit loss + backward": jitted, "NumPy by hand": numpy_by_hand}
+    for f in cases.values():
+        for _ in range(3):
+            f()
+    times = {k: [] for k in cases}
+    for _ in range(rounds):
+        for k, f in cases.items():
+            times[k].append(_per_call(f))
+    base = statistics.median(times["torch eager"])
+    print("MLP step, what a lazy eager mode could win (median us, ratio to torch eager):")
+    for k, v in times.items():
+        m = statistics.median(v)
+        print(f"  {k:34s} {m * 1e6:7.1f}us {m / base:5.2f}x")
+
+
 def plot(rows, geo, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -169,7 +240,11 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--plot", metavar="PNG")
+    p.add_argument("--ceiling", action="store_true",
+                   help="also bound what a lazy eager mode could win on the MLP step")
     args = p.parse_args()
     rows, geo = run(args.rounds)
     if args.plot:
         print("plot:", plot(rows, geo, args.plot))
+    if args.ceiling:
+        ceiling(args.rounds)
