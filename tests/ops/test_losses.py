@@ -70,7 +70,8 @@ def test_two_input_losses_match_torch(name):
 NLL = {
     "mean": dict(), "sum": dict(reduction="sum"), "none": dict(reduction="none"),
     "weight": dict(weight=W), "weight_sum": dict(weight=W, reduction="sum"),
-    "ignore": dict(ignore_index=3, target=np.array([0, 3, 1, 3, 2])), "smoothing": dict(label_smoothing=0.2),
+    "ignore": dict(ignore_index=3, target=np.array([0, 3, 1, 3, 2])),
+    "smoothing": dict(label_smoothing=0.2),
     "weight_smoothing": dict(weight=W, label_smoothing=0.1, reduction="sum"),
 }
 
@@ -140,6 +141,16 @@ def test_bad_targets_raise_pytorchs_errors():
         F.mse_loss(x, x.detach(), reduction="avg")
     with pytest.raises(IndexError):
         x.log_softmax(2)
+
+
+def test_a_weight_that_requires_grad_is_refused_as_in_torch():
+    x, w = ng.tensor(X, requires_grad=True), ng.tensor(W, requires_grad=True)
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        F.cross_entropy(x, ng.tensor(Y), weight=w)
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        TF.cross_entropy(torch.tensor(X), torch.tensor(Y), weight=torch.tensor(W).requires_grad_())
+    with ng.no_grad():
+        F.cross_entropy(x, ng.tensor(Y), weight=w)
 
 
 def test_float32_and_retain_graph():
