@@ -3,6 +3,7 @@ tensors, 1 thread, the two interleaved in one run (ratios, not absolute times, a
 result). The cases are the ones a user types into Jupyter and a small training step.
 
     python -m bench.eager_speed [--rounds 7] [--plot bench/results/eager_speed.png] [--ceiling]
+        [--cuda]  (NUMBA_ENABLE_CUDASIM=1 without a GPU)
 
 Prints median microseconds per call, the ratio numgrad/torch per case and their geometric
 mean; ``--plot`` draws the ratios. Goals: geometric mean <= 1.5 (aim 1.0), MLP step <= 1.5.
@@ -215,6 +216,34 @@ def ceiling(rounds=5):
         print(f"  {k:34s} {m * 1e6:7.1f}us {m / base:5.2f}x")
 
 
+def cuda_table():
+    """Structural counters of eager CUDA calls (``ng.cuda.memory_stats`` deltas over one warm
+    call): the same under the simulator (``NUMBA_ENABLE_CUDASIM=1``) as on a device."""
+    import numgrad as ng
+    import numgrad.nn.functional as NF
+    if not ng.cuda.is_available():
+        print("CUDA counters: no device (run with NUMBA_ENABLE_CUDASIM=1)")
+        return
+    rng = np.random.default_rng(0)
+    x = ng.tensor(rng.standard_normal(10).astype(np.float32)).cuda().requires_grad_()
+    y = ng.tensor(rng.standard_normal(10).astype(np.float32)).cuda()
+    logits = ng.tensor(rng.standard_normal((4, 3)).astype(np.float32)).cuda().requires_grad_()
+    target = ng.tensor(np.array([0, 2, 1, 0])).cuda()
+    cases = {"x + y": lambda: x + y, "x.sin()": lambda: x.sin(),
+             "(x * y).sum()": lambda: (x * y).sum(),
+             "(x * y).sum().backward()": lambda: (x * y).sum().backward(),
+             "cross_entropy(4x3) + backward": lambda: NF.cross_entropy(logits, target).backward()}
+    keys = ("allocs", "cache_hits", "device_mallocs", "frees")
+    print(f"CUDA eager, one warm call: {'call':34s} " + " ".join(f"{k:>14s}" for k in keys))
+    for name, f in cases.items():
+        f()
+        f()  # compiled and cached: what a loop pays from then on
+        before = ng.cuda.memory_stats()
+        f()
+        after = ng.cuda.memory_stats()
+        print(f"{'':27s}{name:34s} " + " ".join(f"{after[k] - before[k]:14d}" for k in keys))
+
+
 def plot(rows, geo, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -242,9 +271,13 @@ if __name__ == "__main__":
     p.add_argument("--plot", metavar="PNG")
     p.add_argument("--ceiling", action="store_true",
                    help="also bound what a lazy eager mode could win on the MLP step")
+    p.add_argument("--cuda", action="store_true",
+                   help="also print eager CUDA calls' allocator counters")
     args = p.parse_args()
     rows, geo = run(args.rounds)
     if args.plot:
         print("plot:", plot(rows, geo, args.plot))
     if args.ceiling:
         ceiling(args.rounds)
+    if args.cuda:
+        cuda_table()

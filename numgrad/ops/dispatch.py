@@ -226,18 +226,16 @@ def apply(prim, *args, **params):
                 vc = tensors[0]._vc
         elif _views.traced_is_view(tensors[0], prim, params):
             vc = tensors[0]._vc  # traced: a view where eager's NumPy would return one
-    out = None
+    node = None
     if prim.vjps is not None and is_grad_enabled():
         needed = _needed_inputs(prim, tensors)
         if needed:
             node = OpNode(prim, params, tensors, needed)
             if _anomaly.enabled:
                 _anomaly.record(node)
-            out = _make(out_data, node, vc)
-            if node._wants_out:
-                node._saved["out"] = SavedTensor(out, is_output=True)
-    if out is None:
-        out = _make(out_data, None, vc)
+    out = _make(out_data, node, vc)
+    if node is not None and node._wants_out:
+        node._saved["out"] = SavedTensor(out, is_output=True)
     if vc is not None:
         _views.record(out, tensors[0], prim, params)
     return out
