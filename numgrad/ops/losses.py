@@ -51,7 +51,7 @@ def _same(x, **params):
     return x.shape, np.dtype(x.dtype)
 
 
-def _reduced(x, reduction, **params):
+def _reduced(x, t, reduction):
     return (x.shape if reduction == "none" else ()), np.dtype(x.dtype)
 
 
@@ -95,6 +95,7 @@ log_softmax_p.defvjp(lambda g, out, dim: log_softmax_backward_p(g, out, dim=dim)
 log_softmax_backward_p.defvjp(
     lambda g, logp, dim: g - (g * logp.exp()).sum(dim, keepdim=True),
     lambda g, grad, logp, dim: -(g * logp.exp()) * grad.sum(dim, keepdim=True))
+
 
 def log_softmax(x: Tensor, dim: int):
     """``log_softmax`` as one node, or None where the composite must run (see ``fused``).
