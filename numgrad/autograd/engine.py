@@ -22,7 +22,7 @@ from numgrad import tracing_hook
 
 from numgrad.autograd import anomaly, node_hooks
 from numgrad.profiler import recorder
-from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
+from numgrad.autograd.graph import AccumulateGrad, edge_of
 from numgrad.ops import views as _views
 from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
 from numgrad.tensor import Tensor
@@ -512,13 +512,15 @@ def _priority(node):
     return _ACC_FIRST if type(node) is AccumulateGrad else -node._seq
 
 
-def run_tensor_hooks(node, nr, g, bypass=False):
+def run_tensor_hooks(node, nr, g, inside=False):
     """The tensor hooks (then ``retain_grad``) on output ``nr`` of ``node``, applied to ``g``.
 
-    ``bypass`` reads them past a node's own filter: a compiled backward hides the hooks it
-    runs itself (see ``compiler.autodiff.OutputHooks``) from the engine's pass.
+    The engine's pass leaves them to a node that runs them itself (``Node._runs_own_hooks``);
+    that node's ``apply`` calls this with ``inside=True``.
     """
-    hooks = Node._hooks_for(node, nr) if bypass else node._hooks_for(nr)
+    if not inside and node._runs_own_hooks(nr):
+        return g
+    hooks = node._hooks_for(nr)
     if hooks:
         if type(g._data) is np.ndarray and is_implicit_seed(g._data):
             # A hook may write its gradient in place (``g.mul_(3)``), as PyTorch allows: the
@@ -535,7 +537,7 @@ def run_tensor_hooks(node, nr, g, bypass=False):
                                        f"the size of value: expected {g.shape}, got {r.shape}")
                 g = r
     if node._retained is not None:
-        t = Node._retained_for(node, nr) if bypass else node._retained_for(nr)
+        t = node._retained_for(nr)
         if t is not None:
             _accumulate_into(t, g, is_grad_enabled())
     return g

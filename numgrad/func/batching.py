@@ -245,3 +245,9 @@ def loop(ctx, prim, datas, params):
 def take_range(v, lo, hi):
     """Examples ``lo:hi`` of a physical value."""
     return evaluate(getitem_p, [v], {"index": (slice(lo, hi),)})
+
+
+# Indexing by integer tensors (gather, scatter_add, index_put_at): rules of their own file.
+from numgrad.func.batching_index import RULES as _INDEX_RULES  # noqa: E402
+
+RULES.update(_INDEX_RULES)

@@ -257,13 +257,20 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     _tensor_arg(src, "scatter_add", "src")
     d = _dim(dim, builtins.max(input.ndim, 1))
     # The scatter runs as a host step on any device: a device index is read there too.
-    key = normalize_index(_gather_index(input.ndim, d, index.cpu()))
-    from numgrad.ops.indexing import _check_bounds
-    _check_bounds(input.shape, key)
+    # An index with no values yet (traced, or per example inside vmap) is a scatter_add_p
+    # operand, as getitem's is a gather's.
+    from numgrad.ops.indexing import _check_bounds, _stack_indices, scatter_add_p
+    key = normalize_index(_gather_index(
+        input.ndim, d, index.cpu() if tracing_hook.concrete(index._data) else index))
+    template, idx = _stack_indices(key)
+    if idx is None:
+        _check_bounds(input.shape, key)
     if src.shape != index.shape:
         src = getitem(src, tuple(slice(0, n) for n in index.shape))
     if src.dtype is not input.dtype:
         src = src.to(input.dtype)
+    if idx is not None:
+        return input + scatter_add_p(src, idx, shape=input.shape, index=template)
     return input + index_add_p(src, shape=input.shape, index=key)
 
 
