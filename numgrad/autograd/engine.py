@@ -259,6 +259,28 @@ def _add(a, b):
     return _ops.elementwise.add(a, b)  # differentiable under create_graph
 
 
+# References to a buffered gradient nothing else holds inside _added_in_place: the buffer
+# list, the local `a`, getrefcount's argument; to its payload: the tensor's slot, the local `ad`
+# and the argument.
+_BUFFERED_REFS, _PAYLOAD_REFS = 3, 3
+
+
+def _added_in_place(buf, i, g):
+    """``buf[i] += g`` in the buffered gradient's own memory, when that is safe: no graph is
+    being built (the caller checks), both are host arrays of one shape and dtype, and the
+    buffered one is a fresh array that nothing but the buffer refers to (a vjp that hands the
+    same gradient to two inputs, a hook that kept it, a view or the shared seed all keep it
+    out). Saves the allocation and the dispatch of an ``add`` where gradients meet."""
+    a = buf[i]
+    ad, gd = a._data, g._data
+    if (type(ad) is not np.ndarray or type(gd) is not np.ndarray or ad.shape != gd.shape
+            or ad.dtype != gd.dtype or ad.base is not None or not ad.flags.writeable
+            or sys.getrefcount(a) > _BUFFERED_REFS or sys.getrefcount(a._data) > _PAYLOAD_REFS):
+        return False
+    np.add(ad, gd, out=ad)
+    return True
+
+
 def _settle_level(g):
     interp = getattr(g._data, "_ng_interpreter", None)
     return getattr(interp, "_ng_depth", 0) if hasattr(interp, "settle_grad") else 0, interp
@@ -405,7 +427,10 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                     cbuf = buffers.get(child)
                     if cbuf is None:
                         cbuf = buffers[child] = [None] * child.num_outputs
-                    cbuf[cnr] = g if cbuf[cnr] is None else _add(cbuf[cnr], g)
+                    if cbuf[cnr] is None:
+                        cbuf[cnr] = g
+                    elif create_graph or not _added_in_place(cbuf, cnr, g):
+                        cbuf[cnr] = _add(cbuf[cnr], g)
                 deps[child] = left - 1
                 if left == 1:
                     seq = child._seq

@@ -142,7 +142,12 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable):
-        super().__init__(())
+        # Node.__init__ spelled out: a leaf's accumulator is cached weakly (as PyTorch's), so
+        # a training loop makes one per parameter per step.
+        self.next_functions = ()
+        self._seq = next(_sequence)
+        self._pre_hooks = None
+        self._retained = None
         self.variable = variable
 
     def _hooks_for(self, output_nr):

@@ -17,6 +17,7 @@ import numpy as np
 from numgrad import tracing_hook
 from numgrad.ops import elementwise as E, layout as L, reduction as R, special as S
 from numgrad.ops.cumulative import cumsum_p, prod_p
+from numgrad.ops import losses as _losses
 from numgrad.ops.dispatch import shape_count
 from numgrad.ops.indexing import getitem, index_add_p, normalize_index
 from numgrad.ops.layout import _dim
@@ -460,6 +461,9 @@ def log_softmax(x, dim, dtype=None) -> Tensor:
     ``jax.nn.log_softmax``). Raises IndexError for a dim out of range."""
     if dtype is not None:
         x = x.to(dtype)
+    fused = _losses.log_softmax(x, dim)  # one node eagerly (LogSoftmaxBackward0)
+    if fused is not None:
+        return fused
     shifted, lse = _logsumexp_parts(x, dim)
     return shifted - lse
 

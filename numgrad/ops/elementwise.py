@@ -13,6 +13,7 @@ import numpy as np
 
 from numgrad.ops.dispatch import apply
 from numgrad.ops import scalar_helpers as H
+from numgrad.ops import threshold as _threshold
 from numgrad.ops.registry import Api, Cost, defop
 from numgrad.tensor import Tensor
 
@@ -253,7 +254,7 @@ sin.defvjp(lambda g, x: g * cos(x))
 cos.defvjp(lambda g, x: -(g * sin(x)))
 tanh.defvjp(lambda g, out: g * (1 - out * out))
 sigmoid.defvjp(lambda g, out: g * (out * (1 - out)))
-relu.defvjp(lambda g, out: where(out <= 0, 0, g))  # torch's threshold_backward: 1 at NaN
+relu.defvjp(lambda g, out: _relu_grad(g, out))  # torch's threshold_backward: 1 at NaN
 clone.defvjp(lambda g: g)
 to_dtype.defvjp(lambda g: g)  # the node casts back to the input's dtype
 
@@ -423,3 +424,9 @@ def where(cond, x, y) -> Tensor:
     if y._data.dtype != rd:
         y = y.to(rd)
     return apply(_where, cond, x, y)
+
+
+def _relu_grad(g, out):
+    # Eagerly one kernel (ops.threshold); traced, the where the compiler fuses.
+    fused = _threshold.threshold_backward(g, out)
+    return fused if fused is not None else where(out <= 0, 0, g)
