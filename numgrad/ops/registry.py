@@ -336,6 +336,11 @@ def defop(name, **fields) -> Primitive:
     """Register the primitive ``name`` (its fields by keyword: see the module docstring)."""
     if name in REGISTRY:
         raise ValueError(f"primitive {name!r} registered twice")
+    reserved = {"out", "shapes", "dtypes"} & set(fields.get("inputs", ()) or ())
+    if reserved:  # a rule's `out` is the saved output: an input of that name would be shadowed
+        raise ValueError(f"primitive {name!r}: input name(s) {sorted(reserved)} are reserved "
+                         "for what vjp rules read (the output, all shapes, all dtypes); "
+                         "rename the input")
     if fields.get("kind", "host") not in POINTWISE[:2] and fields.get("abstract") is None:
         raise TypeError(f"primitive {name!r} of kind {fields.get('kind', 'host')!r} needs an "
                         "abstract (shape) rule")

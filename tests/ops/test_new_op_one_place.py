@@ -168,3 +168,12 @@ def test_a_public_name_taken_already_is_refused_and_the_registry_is_as_it_was():
                         lowering="exp({0})", helpers=(ng.ops.HELPERS["exp"],),
                         api=Api(doc="e ** x", names=("exp",)))
     assert (dict(ng.ops.REGISTRY), dict(ng.ops.HELPERS), ng.exp) == before
+
+
+def test_an_input_named_like_what_rules_read_is_refused():
+    # A rule's ``out`` is the op's saved output: an input named ``out`` would be shadowed and
+    # its vjp would silently read the wrong tensor.
+    with pytest.raises(ValueError, match="reserved"):
+        ng.ops.register("shadowed_out", inputs=("x", "out"), impl=lambda x, o: x + o,
+                        kind="elementwise", lowering="({0} + {1})")
+    assert "shadowed_out" not in ng.ops.REGISTRY
