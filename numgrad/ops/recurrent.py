@@ -1,0 +1,236 @@
+"""ops.recurrent: fused LSTM and GRU cell primitives (the step after the two matmuls).
+
+Room: ops. A recurrent step written in elementwise ops costs about 17 primitive applications
+forward and 40 backward, four of them (``chunk``'s pieces) scattering their gradient into
+zeros of the whole gate tensor; at LSTM sizes (20x512 gates) the per-op overhead is most of
+the step. Here a step's gate arithmetic is one NumPy call forward and one per input
+backward, over the whole gate tensor, so nothing is sliced and nothing scattered:
+
+- ``lstm_cell_c(gates, c)``: ``c' = sigmoid(f) * c + sigmoid(i) * tanh(g)``;
+- ``lstm_cell_h(gates, c')``: ``h' = sigmoid(o) * tanh(c')``;
+- ``gru_cell(gi, gh, h)``: ``h' = n + z * (h - n)``, ``r = sigmoid(i_r + h_r)``,
+  ``z = sigmoid(i_z + h_z)``, ``n = tanh(i_n + r * h_n)``.
+
+``gates`` is ``(..., 4H)`` in PyTorch's order i, f, g, o (the two projections and biases
+summed); a GRU's ``gi``/``gh`` are ``(..., 3H)``, r, z, n. Two LSTM primitives rather than
+one because a primitive has one output.
+
+The first-order backward of each is a fused NumPy primitive too (``*_grad_*``, no vjp of
+their own). Where the backward itself is differentiated (``create_graph=True``, grad mode on
+while the rules run) the rules instead spell the same derivative in elementwise ops over
+views of the gates, so every higher order follows from those ops' rules. Under ``@ng.jit``
+the primitives run their NumPy impl as steps between the kernels, like ``im2col``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numgrad.grad_mode import is_grad_enabled
+from numgrad.ops import elementwise as E, layout as L
+from numgrad.ops.indexing import getitem
+from numgrad.ops.registry import defop
+
+
+def _sig(x):
+    # 1 / (1 + e^-x): e^-x overflows to inf for x < -88 (float32) and the quotient is then
+    # the 0 it should be; the caller runs with NumPy's FP warnings off.
+    return 1 / (1 + np.exp(-x))
+
+
+def _blocks(a, k):
+    n = a.shape[-1] // k
+    return [a[..., j * n:(j + 1) * n] for j in range(k)]
+
+
+# ------------------------------------------------------------------ LSTM, NumPy kernels
+def _np_lstm_c(gates, c):
+    i, f, g, _ = _blocks(gates, 4)
+    return _sig(f) * c + _sig(i) * np.tanh(g)
+
+
+def _np_lstm_h(gates, c):
+    return _sig(gates[..., 3 * c.shape[-1]:]) * np.tanh(c)
+
+
+def _np_lstm_c_grad_gates(gc, gates, c):
+    i, f, g, _ = _blocks(gates, 4)
+    si, sf, tg = _sig(i), _sig(f), np.tanh(g)
+    out = np.zeros(np.broadcast_shapes(gates.shape, gc.shape[:-1] + gates.shape[-1:]),
+                   gates.dtype)
+    di, df, dg, _ = _blocks(out, 4)
+    np.multiply(gc * tg, si * (1 - si), out=di)
+    np.multiply(gc * c, sf * (1 - sf), out=df)
+    np.multiply(gc * si, 1 - tg * tg, out=dg)
+    return out
+
+
+def _np_lstm_c_grad_c(gc, gates):
+    return gc * _sig(_blocks(gates, 4)[1])
+
+
+def _np_lstm_h_grad_gates(gh, gates, c):
+    h = c.shape[-1]
+    so = _sig(gates[..., 3 * h:])
+    out = np.zeros(np.broadcast_shapes(gates.shape, gh.shape[:-1] + gates.shape[-1:]),
+                   gates.dtype)
+    np.multiply(gh * np.tanh(c), so * (1 - so), out=out[..., 3 * h:])
+    return out
+
+
+def _np_lstm_h_grad_c(gh, gates, c):
+    tc = np.tanh(c)
+    return gh * _sig(gates[..., 3 * c.shape[-1]:]) * (1 - tc * tc)
+
+
+def _state_shape(gates, c):
+    return tuple(c.shape), gates.dtype
+
+
+def _gates_shape(g, gates, *rest):
+    return tuple(gates.shape), gates.dtype
+
+
+lstm_cell_c = defop("lstm_cell_c", inputs=("gates", "c"), impl=_np_lstm_c,
+                    abstract=_state_shape, node="LstmCellBackward0")
+lstm_cell_h = defop("lstm_cell_h", inputs=("gates", "c"), impl=_np_lstm_h,
+                    abstract=_state_shape, node="LstmCellBackward0")
+_lstm_c_grad_gates = defop("lstm_cell_c_grad_gates", inputs=("g", "gates", "c"),
+                           impl=_np_lstm_c_grad_gates, abstract=_gates_shape)
+_lstm_c_grad_c = defop("lstm_cell_c_grad_c", inputs=("g", "gates"), impl=_np_lstm_c_grad_c,
+                       abstract=lambda g, gates: (tuple(g.shape), gates.dtype))
+_lstm_h_grad_gates = defop("lstm_cell_h_grad_gates", inputs=("g", "gates", "c"),
+                           impl=_np_lstm_h_grad_gates, abstract=_gates_shape)
+_lstm_h_grad_c = defop("lstm_cell_h_grad_c", inputs=("g", "gates", "c"),
+                       impl=_np_lstm_h_grad_c, abstract=lambda g, gates, c: (tuple(c.shape),
+                                                                            gates.dtype))
+
+
+# ------------------------------------------------------------------ LSTM, rules
+def _views(x, k):
+    """The ``k`` equal blocks of the last dim as views (their gradient: a higher order only)."""
+    n = x.shape[-1] // k
+    return [getitem(x, (Ellipsis, slice(j * n, (j + 1) * n))) for j in range(k)]
+
+
+def _zeros_as(x):
+    return E.mul(x, 0.0)  # keeps x's graph, device and dtype; only a higher order runs it
+
+
+def _lstm_c_vjp_gates(g, gates, c):
+    if not is_grad_enabled():
+        return _lstm_c_grad_gates(g, gates, c)
+    i, f, gg, _ = _views(gates, 4)
+    si, sf, tg = E.sigmoid(i), E.sigmoid(f), E.tanh(gg)
+    return L.cat([g * tg * si * (1 - si), g * c * sf * (1 - sf), g * si * (1 - tg * tg),
+                  _zeros_as(g)], -1)
+
+
+def _lstm_c_vjp_c(g, gates):
+    if not is_grad_enabled():
+        return _lstm_c_grad_c(g, gates)
+    return g * E.sigmoid(_views(gates, 4)[1])
+
+
+def _lstm_h_vjp_gates(g, gates, c):
+    if not is_grad_enabled():
+        return _lstm_h_grad_gates(g, gates, c)
+    so = E.sigmoid(_views(gates, 4)[3])
+    zero = _zeros_as(g)
+    return L.cat([zero, zero, zero, g * E.tanh(c) * so * (1 - so)], -1)
+
+
+def _lstm_h_vjp_c(g, gates, c):
+    if not is_grad_enabled():
+        return _lstm_h_grad_c(g, gates, c)
+    tc = E.tanh(c)
+    return g * E.sigmoid(_views(gates, 4)[3]) * (1 - tc * tc)
+
+
+lstm_cell_c.defvjp(_lstm_c_vjp_gates, _lstm_c_vjp_c)
+lstm_cell_h.defvjp(_lstm_h_vjp_gates, _lstm_h_vjp_c)
+
+
+def lstm_cell(gates, c):
+    """One LSTM step from the summed gate pre-activations ``gates`` ``(..., 4H)`` (i, f, g, o)
+    and the cell state ``c`` ``(..., H)``: ``(h', c')``.
+
+    >>> h, c = lstm_cell(ng.zeros(2, 8), ng.ones(2, 2))
+    >>> c
+    tensor([[0.5000, 0.5000],
+            [0.5000, 0.5000]])
+    """
+    c = lstm_cell_c(gates, c)
+    return lstm_cell_h(gates, c), c
+
+
+# ------------------------------------------------------------------ GRU
+def _gru_parts(gi, gh):
+    ir, iz, i_n = _blocks(gi, 3)
+    hr, hz, hn = _blocks(gh, 3)
+    r, z = _sig(ir + hr), _sig(iz + hz)
+    return r, z, np.tanh(i_n + r * hn), hn
+
+
+def _np_gru(gi, gh, h):
+    _, z, n, _ = _gru_parts(gi, gh)
+    return n + z * (h - n)
+
+
+def _np_gru_grads(g, gi, gh, h):
+    """The gradients of the three gate blocks of ``gi`` (r, z, n pre-activations) and of
+    ``gh``'s n block: ``(d_gi, d_hn)``."""
+    r, z, n, hn = _gru_parts(gi, gh)
+    d = np.empty(np.broadcast_shapes(gi.shape, g.shape[:-1] + gi.shape[-1:]), gi.dtype)
+    dr, dz, dn = _blocks(d, 3)
+    np.multiply(g * (1 - z), 1 - n * n, out=dn)      # through tanh
+    np.multiply(g * (h - n), z * (1 - z), out=dz)
+    np.multiply(dn * hn, r * (1 - r), out=dr)
+    return d, dn * r
+
+
+def _np_gru_grad_gi(g, gi, gh, h):
+    return _np_gru_grads(g, gi, gh, h)[0]
+
+
+def _np_gru_grad_gh(g, gi, gh, h):
+    d, dhn = _np_gru_grads(g, gi, gh, h)
+    d[..., 2 * h.shape[-1]:] = dhn
+    return d
+
+
+def _np_gru_grad_h(g, gi, gh, h):
+    return g * _gru_parts(gi, gh)[1]
+
+
+gru_cell = defop("gru_cell", inputs=("gi", "gh", "h"), impl=_np_gru,
+                 abstract=lambda gi, gh, h: (tuple(h.shape), gi.dtype), node="GruCellBackward0")
+_gru_grad_gi = defop("gru_cell_grad_gi", inputs=("g", "gi", "gh", "h"), impl=_np_gru_grad_gi,
+                     abstract=lambda g, gi, gh, h: (tuple(gi.shape), gi.dtype))
+_gru_grad_gh = defop("gru_cell_grad_gh", inputs=("g", "gi", "gh", "h"), impl=_np_gru_grad_gh,
+                     abstract=lambda g, gi, gh, h: (tuple(gh.shape), gi.dtype))
+_gru_grad_h = defop("gru_cell_grad_h", inputs=("g", "gi", "gh", "h"), impl=_np_gru_grad_h,
+                    abstract=lambda g, gi, gh, h: (tuple(h.shape), gi.dtype))
+
+
+def _gru_composite(g, gi, gh, h):
+    """``(d_gi, d_gh, d_h)`` in elementwise ops (differentiable again)."""
+    ir, iz, i_n = _views(gi, 3)
+    hr, hz, hn = _views(gh, 3)
+    r, z = E.sigmoid(ir + hr), E.sigmoid(iz + hz)
+    n = E.tanh(i_n + r * hn)
+    dn = g * (1 - z) * (1 - n * n)
+    dz = g * (h - n) * z * (1 - z)
+    dr = dn * hn * r * (1 - r)
+    return L.cat([dr, dz, dn], -1), L.cat([dr, dz, dn * r], -1), g * z
+
+
+def _gru_rule(k, fused):
+    def rule(g, gi, gh, h):
+        if not is_grad_enabled():
+            return fused(g, gi, gh, h)
+        return _gru_composite(g, gi, gh, h)[k]
+    return rule
+
+
+gru_cell.defvjp(_gru_rule(0, _gru_grad_gi), _gru_rule(1, _gru_grad_gh),
+                _gru_rule(2, _gru_grad_h))
