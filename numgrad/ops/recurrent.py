@@ -90,10 +90,11 @@ def _gates_shape(g, gates, *rest):
     return tuple(gates.shape), gates.dtype
 
 
+# grad_fn names: what PyTorch's cells end in (c' a sum, h' a product, a GRU's h' a sum).
 lstm_cell_c = defop("lstm_cell_c", inputs=("gates", "c"), impl=_np_lstm_c,
-                    abstract=_state_shape, node="LstmCellBackward0")
+                    abstract=_state_shape, node="AddBackward0")
 lstm_cell_h = defop("lstm_cell_h", inputs=("gates", "c"), impl=_np_lstm_h,
-                    abstract=_state_shape, node="LstmCellBackward0")
+                    abstract=_state_shape, node="MulBackward0")
 _lstm_c_grad_gates = defop("lstm_cell_c_grad_gates", inputs=("g", "gates", "c"),
                            impl=_np_lstm_c_grad_gates, abstract=_gates_shape)
 _lstm_c_grad_c = defop("lstm_cell_c_grad_c", inputs=("g", "gates"), impl=_np_lstm_c_grad_c,
@@ -203,7 +204,7 @@ def _np_gru_grad_h(g, gi, gh, h):
 
 
 gru_cell = defop("gru_cell", inputs=("gi", "gh", "h"), impl=_np_gru,
-                 abstract=lambda gi, gh, h: (tuple(h.shape), gi.dtype), node="GruCellBackward0")
+                 abstract=lambda gi, gh, h: (tuple(h.shape), gi.dtype), node="AddBackward0")
 _gru_grad_gi = defop("gru_cell_grad_gi", inputs=("g", "gi", "gh", "h"), impl=_np_gru_grad_gi,
                      abstract=lambda g, gi, gh, h: (tuple(gi.shape), gi.dtype))
 _gru_grad_gh = defop("gru_cell_grad_gh", inputs=("g", "gi", "gh", "h"), impl=_np_gru_grad_gh,
@@ -234,3 +235,140 @@ def _gru_rule(k, fused):
 
 gru_cell.defvjp(_gru_rule(0, _gru_grad_gi), _gru_rule(1, _gru_grad_gh),
                 _gru_rule(2, _gru_grad_h))
+
+
+# ------------------------------------------------------------------ a whole LSTM layer
+# One primitive for the recurrence over a whole sequence: the input projection of every step
+# is one matmul before it (``gi``), the loop over time runs inside the NumPy kernel, and its
+# backward (backpropagation through time) is one kernel too, whose weight gradient is one
+# matmul over all steps. Eager mode then records a handful of ops per layer instead of a dozen
+# per step, and ``@ng.jit`` compiles no kernel per step (the unrolled plan had about 280).
+# The output stacks, per step, h, c and the four activated gates i, f, g, o: ``(6, T, B, H)``;
+# the backward reads the gates from it instead of recomputing them.
+def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
+    t_len, hidden = gi.shape[0], h0.shape[-1]
+    y = np.empty((6,) + gi.shape[:-1] + (hidden,), gi.dtype)
+    w_t = w_hh.T
+    h, c = h0, c0
+    for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
+        pre = gi[t] + h @ w_t
+        a = _sig(pre)
+        g = a[..., 2 * hidden:3 * hidden]
+        np.tanh(pre[..., 2 * hidden:3 * hidden], out=g)
+        i, f, _, o = _blocks(a, 4)
+        c = f * c + i * g
+        h = o * np.tanh(c)
+        y[0, t], y[1, t] = h, c
+        y[2:, t] = np.moveaxis(a.reshape(a.shape[:-1] + (4, hidden)), -2, 0)
+    return y
+
+
+def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
+    """Backpropagation through time: the gradients of ``gi``, ``h0``, ``c0`` and ``w_hh``,
+    flattened into one array (the rule takes them apart as views)."""
+    t_len, batch, hidden = y.shape[1:]
+    sizes = (t_len * batch * 4 * hidden, batch * hidden, batch * hidden, w_hh.size)
+    flat = np.empty(sum(sizes), y.dtype)
+    parts = np.split(flat, np.cumsum(sizes)[:-1])
+    d_gi = parts[0].reshape(t_len, batch, 4 * hidden)
+    dh, dc = np.zeros_like(h0, dtype=y.dtype), np.zeros_like(c0, dtype=y.dtype)
+    order = range(t_len) if reverse else range(t_len - 1, -1, -1)
+    first = t_len - 1 if reverse else 0
+    step = 1 if reverse else -1
+    for t in order:
+        i, f, gg, o = y[2:, t]
+        c_prev = c0 if t == first else y[1, t + step]
+        dh = dh + g[0, t]
+        tc = np.tanh(y[1, t])
+        dc = dc + g[1, t] + dh * o * (1 - tc * tc)
+        d = _blocks(d_gi[t], 4)
+        np.multiply(dc * gg + g[2, t], i * (1 - i), out=d[0])
+        np.multiply(dc * c_prev + g[3, t], f * (1 - f), out=d[1])
+        np.multiply(dc * i + g[4, t], 1 - gg * gg, out=d[2])
+        np.multiply(dh * tc + g[5, t], o * (1 - o), out=d[3])
+        dh = d_gi[t] @ w_hh
+        dc = dc * f
+    parts[1][:] = dh.reshape(-1)
+    parts[2][:] = dc.reshape(-1)
+    # d w_hh = sum over steps of d_gates_t^T @ h_{t-1}: one matmul over all steps.
+    h_prev = np.empty((t_len, batch, hidden), y.dtype)
+    if reverse:
+        h_prev[:-1], h_prev[-1] = y[0, 1:], h0
+    else:
+        h_prev[1:], h_prev[0] = y[0, :-1], h0
+    np.matmul(d_gi.reshape(-1, 4 * hidden).T, h_prev.reshape(-1, hidden),
+              out=parts[3].reshape(w_hh.shape))
+    return flat
+
+
+def _layer_shape(gi, h0, c0, w_hh, reverse):
+    return (6,) + tuple(gi.shape[:-1]) + (h0.shape[-1],), gi.dtype
+
+
+lstm_layer = defop("lstm_layer", inputs=("*xs",), params=("reverse",), impl=_np_lstm_layer,
+                   abstract=_layer_shape, node="LstmLayerBackward0")
+_lstm_layer_grad = defop(
+    "lstm_layer_grad", inputs=("g", "out", "h0", "c0", "w_hh"), params=("reverse",),
+    impl=_np_lstm_layer_grad,
+    abstract=lambda g, out, h0, c0, w_hh, reverse: (
+        (int(np.prod(g.shape[1:])) * 4 + 2 * int(np.prod(h0.shape)) + int(np.prod(w_hh.shape)),),
+        g.dtype))
+
+
+def _lstm_layer_vjp(g, xs, out, reverse):
+    gi, h0, c0, w_hh = xs
+    if is_grad_enabled():
+        return _lstm_layer_bptt_ops(g, xs, out, reverse)
+    flat = _lstm_layer_grad(g, out, h0, c0, w_hh, reverse=reverse)
+    shapes = (gi.shape, h0.shape, c0.shape, w_hh.shape)
+    grads, start = [], 0
+    for s in shapes:
+        n = int(np.prod(s))
+        grads.append(L.reshape(getitem(flat, (slice(start, start + n),)), tuple(s)))
+        start += n
+    return grads
+
+
+def _lstm_layer_bptt_ops(g, xs, out, reverse):
+    """``_np_lstm_layer_grad`` in numgrad ops, for a backward that is differentiated again."""
+    from numgrad.ops.linalg import matmul
+    gi, h0, c0, w_hh = xs
+    t_len = gi.shape[0]
+    dh = dc = None
+    d_gi, d_w = [None] * t_len, None
+    first, step = (t_len - 1, 1) if reverse else (0, -1)
+    for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
+        i, f, gg, o = (out[2 + k, t] for k in range(4))
+        gt = [g[k, t] for k in range(6)]
+        c_prev = c0 if t == first else out[1, t + step]
+        h_prev = h0 if t == first else out[0, t + step]
+        dh = gt[0] if dh is None else dh + gt[0]
+        tc = E.tanh(out[1, t])
+        dc = gt[1] + dh * o * (1 - tc * tc) + (0 if dc is None else dc)
+        d = L.cat([(dc * gg + gt[2]) * i * (1 - i), (dc * c_prev + gt[3]) * f * (1 - f),
+                   (dc * i + gt[4]) * (1 - gg * gg), (dh * tc + gt[5]) * o * (1 - o)], -1)
+        d_gi[t] = d
+        dh = matmul(d, w_hh)
+        dc = dc * f
+        dw = matmul(L.t(d) if d.ndim == 2 else L.transpose(d, -1, -2), h_prev)
+        d_w = dw if d_w is None else d_w + dw
+    return [L.stack(d_gi, 0), dh, dc, d_w]
+
+
+lstm_layer.defvjp(_lstm_layer_vjp)
+
+
+def lstm_sequence(gi, h0, c0, w_hh, reverse=False):
+    """One LSTM layer over a sequence: ``gi`` ``(T, B, 4H)`` is every step's input projection
+    with both biases (gates i, f, g, o), ``h0``/``c0`` ``(B, H)`` the initial state,
+    ``w_hh`` ``(4H, H)``; steps run backwards in time if ``reverse``. Returns ``(output,
+    h_n, c_n)``, ``output`` ``(T, B, H)``.
+
+    >>> out, h, c = lstm_sequence(ng.zeros(3, 1, 8), ng.zeros(1, 2), ng.ones(1, 2),
+    ...                           ng.zeros(8, 2))
+    >>> tuple(out.shape), c
+    ((3, 1, 2), tensor([[0.1250, 0.1250]]))
+    """
+    y = lstm_layer([gi, h0, c0, w_hh], reverse=reverse)
+    last = 0 if reverse else gi.shape[0] - 1
+    return getitem(y, (0,)), getitem(y, (0, last)), getitem(y, (1, last))

@@ -54,7 +54,8 @@ EXEMPT = {
 EXEMPT.update(dict.fromkeys(
     ("lstm_cell_c", "lstm_cell_h", "lstm_cell_c_grad_gates", "lstm_cell_c_grad_c",
      "lstm_cell_h_grad_gates", "lstm_cell_h_grad_c", "gru_cell", "gru_cell_grad_gi",
-     "gru_cell_grad_gh", "gru_cell_grad_h"), "NumPy step (ops.recurrent)"))
+     "gru_cell_grad_gh", "gru_cell_grad_h", "lstm_layer", "lstm_layer_grad"),
+    "NumPy step (ops.recurrent)"))
 EXPONENTS = (0, 1, 2, 3, -1, -2, 0.5, -0.5, 1.5, 2.5, -1.5, 0.25)
 CLAMPS = ((0.0, None), (None, 0.0), (-1.0, 1.0), (0.0, 0.0), (-0.0, None))
 REDUCTIONS = ("sum", "mean", "amax", "amin")
