@@ -101,3 +101,92 @@ def col2im(g: Tensor, shape, kernel, stride, dilation) -> Tensor:
     """The adjoint of ``im2col``: windows ``g`` summed back into an array of ``shape``."""
     return col2im_p(g, shape=tuple(shape), kernel=tuple(kernel), stride=tuple(stride),
                     dilation=tuple(dilation))
+
+
+# ------------------------------------------------------------------ max pooling
+# Max pooling over an already padded input (padding reads -inf) as three primitives, each
+# a loop over the kernel's offsets in NumPy, instead of a chain of compare/where ops whose
+# gradients scatter each offset's view into zeros of the input's size (eager LeNet spent a
+# quarter of its kernel time there). The winner of a window is PyTorch's: an offset wins when
+# its value is greater than the running max or NaN, so a tie keeps the first offset in
+# row-major order and gets the whole gradient.
+#
+# - ``max_pool(x)``: the window maxima;
+# - ``max_pool_scatter(g, x)``: ``g`` routed to each window's winner (the vjp of max_pool);
+# - ``max_pool_gather(u, x)``: ``u`` read at each window's winner (the vjp of the scatter,
+#   whose vjp is the scatter again), so every order of derivative is covered.
+def _pool_views(a, kernel, stride, dilation, extent):
+    """The strided view of ``a`` read at each kernel offset, in row-major order."""
+    lead = (slice(None),) * (a.ndim - len(kernel))
+    for offs in itertools.product(*(range(k) for k in kernel)):
+        yield a[lead + tuple(slice(o * d, o * d + st * (e - 1) + 1, st)
+                             for o, d, st, e in zip(offs, dilation, stride, extent))]
+
+
+def _pool_winners(x, kernel, stride, dilation, extent):
+    """``(max, winner)``: each window's maximum and its offset's row-major number."""
+    best = win = None
+    for k, view in enumerate(_pool_views(x, kernel, stride, dilation, extent)):
+        if best is None:
+            best, win = view.copy(), np.zeros(view.shape, np.int16)
+            continue
+        take = view > best
+        take |= view != view
+        np.copyto(best, view, where=take)
+        win[take] = k
+    return best, win
+
+
+def _np_max_pool(x, kernel, stride, dilation, extent):
+    return _pool_winners(x, kernel, stride, dilation, extent)[0]
+
+
+def _np_max_pool_scatter(g, x, kernel, stride, dilation, extent):
+    win = _pool_winners(x, kernel, stride, dilation, extent)[1]
+    dx = np.zeros(x.shape, g.dtype)
+    zero = np.zeros((), g.dtype)
+    for k, view in enumerate(_pool_views(dx, kernel, stride, dilation, extent)):
+        view += np.where(win == k, g, zero)  # overlapping windows add up
+    return dx
+
+
+def _np_max_pool_gather(u, x, kernel, stride, dilation, extent):
+    win = _pool_winners(x, kernel, stride, dilation, extent)[1]
+    res = np.zeros(win.shape, u.dtype)
+    for k, view in enumerate(_pool_views(u, kernel, stride, dilation, extent)):
+        np.copyto(res, view, where=win == k)
+    return res
+
+
+_POOL = ("kernel", "stride", "dilation", "extent")
+
+
+def _pooled_shape(x, kernel, extent):
+    return tuple(x.shape[:x.ndim - len(kernel)]) + tuple(extent)
+
+
+max_pool_p = defop("max_pool", inputs=("x",), params=_POOL, impl=_np_max_pool,
+                   node="MaxPool2DWithIndicesBackward0",
+                   abstract=lambda x, kernel, stride, dilation, extent: (
+                       _pooled_shape(x, kernel, extent), x.dtype))
+max_pool_scatter_p = defop("max_pool_scatter", inputs=("g", "x"), params=_POOL,
+                           impl=_np_max_pool_scatter,
+                           abstract=lambda g, x, kernel, stride, dilation, extent: (
+                               tuple(x.shape), g.dtype))
+max_pool_gather_p = defop("max_pool_gather", inputs=("u", "x"), params=_POOL,
+                          impl=_np_max_pool_gather,
+                          abstract=lambda u, x, kernel, stride, dilation, extent: (
+                              _pooled_shape(x, kernel, extent), u.dtype))
+max_pool_p.defvjp(lambda g, x, kernel, stride, dilation, extent: max_pool_scatter_p(
+    g, x, kernel=kernel, stride=stride, dilation=dilation, extent=extent))
+max_pool_scatter_p.defvjp(lambda g, x, kernel, stride, dilation, extent: max_pool_gather_p(
+    g, x, kernel=kernel, stride=stride, dilation=dilation, extent=extent), None)
+max_pool_gather_p.defvjp(lambda g, x, kernel, stride, dilation, extent: max_pool_scatter_p(
+    g, x, kernel=kernel, stride=stride, dilation=dilation, extent=extent), None)
+
+
+def max_pool(x: Tensor, kernel, stride, dilation, extent) -> Tensor:
+    """The maxima of the windows of ``x`` (padded already; its last ``len(kernel)`` dims
+    are spatial), ``extent`` windows per spatial dim."""
+    return max_pool_p(x, kernel=tuple(kernel), stride=tuple(stride), dilation=tuple(dilation),
+                      extent=tuple(extent))
