@@ -123,38 +123,61 @@ def _pool_views(a, kernel, stride, dilation, extent):
                              for o, d, st, e in zip(offs, dilation, stride, extent))]
 
 
-def _pool_winners(x, kernel, stride, dilation, extent):
-    """``(max, winner)``: each window's maximum and its offset's row-major number."""
-    best = win = None
-    for k, view in enumerate(_pool_views(x, kernel, stride, dilation, extent)):
+def _pool_max(x, kernel, stride, dilation, extent):
+    best = None
+    for view in _pool_views(x, kernel, stride, dilation, extent):
         if best is None:
-            best, win = view.copy(), np.zeros(view.shape, np.int16)
-            continue
-        take = view > best
-        take |= view != view
-        np.copyto(best, view, where=take)
-        win[take] = k
-    return best, win
+            best = view.copy()
+        else:  # NaN propagates; on a tie np.maximum returns its second operand, the first max
+            np.maximum(view, best, out=best)
+    return best
+
+
+def _pool_hits(x, kernel, stride, dilation, extent):
+    """``(view, hit)`` per kernel offset of ``x``: ``hit`` marks the windows it wins."""
+    best = _pool_max(x, kernel, stride, dilation, extent)
+    views = _pool_views(x, kernel, stride, dilation, extent)
+    if np.isnan(best).any():  # the running rule itself: the last NaN of a window wins
+        win = np.zeros(best.shape, np.int16)
+        best = None
+        views = list(views)
+        for k, view in enumerate(views):
+            if best is None:
+                best = view.copy()
+                continue
+            take = view > best
+            take |= view != view
+            np.copyto(best, view, where=take)
+            np.copyto(win, k, where=take)
+        for k, view in enumerate(views):
+            yield view, win == k
+        return
+    free = np.ones(best.shape, bool)  # the first offset that equals the max wins
+    for view in views:
+        hit = view == best
+        hit &= free
+        free ^= hit
+        yield view, hit
 
 
 def _np_max_pool(x, kernel, stride, dilation, extent):
-    return _pool_winners(x, kernel, stride, dilation, extent)[0]
+    return _pool_max(x, kernel, stride, dilation, extent)
 
 
 def _np_max_pool_scatter(g, x, kernel, stride, dilation, extent):
-    win = _pool_winners(x, kernel, stride, dilation, extent)[1]
     dx = np.zeros(x.shape, g.dtype)
     zero = np.zeros((), g.dtype)
-    for k, view in enumerate(_pool_views(dx, kernel, stride, dilation, extent)):
-        view += np.where(win == k, g, zero)  # overlapping windows add up
+    hits = _pool_hits(x, kernel, stride, dilation, extent)
+    for (_, hit), view in zip(hits, _pool_views(dx, kernel, stride, dilation, extent)):
+        view += np.where(hit, g, zero)  # overlapping windows add up
     return dx
 
 
 def _np_max_pool_gather(u, x, kernel, stride, dilation, extent):
-    win = _pool_winners(x, kernel, stride, dilation, extent)[1]
-    res = np.zeros(win.shape, u.dtype)
-    for k, view in enumerate(_pool_views(u, kernel, stride, dilation, extent)):
-        np.copyto(res, view, where=win == k)
+    res = None
+    hits = _pool_hits(x, kernel, stride, dilation, extent)
+    for (_, hit), view in zip(hits, _pool_views(u, kernel, stride, dilation, extent)):
+        res = np.where(hit, view, np.zeros((), u.dtype) if res is None else res)
     return res
 
 
