@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numgrad.dtypes import SCALAR_NAMES
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.ops import elementwise as E, layout as L
 from numgrad.ops.indexing import getitem
@@ -393,6 +394,10 @@ def lstm_sequence(gi, h0, c0, w_hh, reverse=False):
     >>> tuple(out.shape), c
     ((3, 1, 2), tensor([[0.1250, 0.1250]]))
     """
+    for t in (h0, c0, w_hh):  # the kernel would compute in gi's dtype silently
+        if t.dtype is not gi.dtype:
+            raise RuntimeError(f"expected scalar type {SCALAR_NAMES[gi.dtype.name]} but found "
+                               f"{SCALAR_NAMES[t.dtype.name]}")
     y = lstm_layer([gi, h0, c0, w_hh], reverse=reverse)
     last = 0 if reverse else gi.shape[0] - 1
     return getitem(y, (0,)), getitem(y, (0, last)), getitem(y, (1, last))

@@ -144,3 +144,11 @@ def test_lstm_on_cuda_eager_and_jit_match_cpu():
                                    rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(dev.weight_hh_l0.grad.cpu().numpy(),
                                    cpu.weight_hh_l0.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_state_of_another_dtype_is_refused():
+    # The layer's kernel would compute in the input's dtype; PyTorch refuses the mix.
+    m = ng.nn.LSTM(2, 3)
+    h = ng.zeros(1, 1, 3, dtype=ng.float64)
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        m(ng.randn(4, 1, 2), (h, h))
