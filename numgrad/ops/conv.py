@@ -210,6 +210,10 @@ max_pool_gather_p.defvjp(lambda g, x, kernel, stride, dilation, extent: max_pool
 
 def max_pool(x: Tensor, kernel, stride, dilation, extent) -> Tensor:
     """The maxima of the windows of ``x`` (padded already; its last ``len(kernel)`` dims
-    are spatial), ``extent`` windows per spatial dim."""
+    are spatial), ``extent`` windows per spatial dim.
+
+    >>> max_pool(ng.tensor([[[1., 3., 2., 0.]]]), (2,), (2,), (1,), (2,))
+    tensor([[[3., 2.]]])
+    """
     return max_pool_p(x, kernel=tuple(kernel), stride=tuple(stride), dilation=tuple(dilation),
                       extent=tuple(extent))
