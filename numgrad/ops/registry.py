@@ -276,6 +276,11 @@ class Primitive:
         expected = 1 if self.variadic else len(self.inputs)
         if len(rules) != expected:
             raise TypeError(f"{self.name} takes {expected} vjp rule(s), got {len(rules)}")
+        reserved = {"out", "shapes", "dtypes"} & set(self.inputs)
+        if reserved:  # a rule's `out` is the saved output: an input so named would be shadowed
+            raise ValueError(f"primitive {self.name!r}: input name(s) {sorted(reserved)} are "
+                             "reserved for what vjp rules read (the output, all shapes, all "
+                             "dtypes); rename the input")
         known = set(self.inputs) | set(self.params) | {"out", "shapes", "dtypes"}
         known |= {f"{n}_shape" for n in self.inputs} | {f"{n}_dtype" for n in self.inputs}
         if self.variadic:
@@ -336,11 +341,6 @@ def defop(name, **fields) -> Primitive:
     """Register the primitive ``name`` (its fields by keyword: see the module docstring)."""
     if name in REGISTRY:
         raise ValueError(f"primitive {name!r} registered twice")
-    reserved = {"out", "shapes", "dtypes"} & set(fields.get("inputs", ()) or ())
-    if reserved:  # a rule's `out` is the saved output: an input of that name would be shadowed
-        raise ValueError(f"primitive {name!r}: input name(s) {sorted(reserved)} are reserved "
-                         "for what vjp rules read (the output, all shapes, all dtypes); "
-                         "rename the input")
     if fields.get("kind", "host") not in POINTWISE[:2] and fields.get("abstract") is None:
         raise TypeError(f"primitive {name!r} of kind {fields.get('kind', 'host')!r} needs an "
                         "abstract (shape) rule")
@@ -386,7 +386,11 @@ def register(name, *, vjp=None, **fields) -> Primitive:
     """
     prim = defop(name, **fields)
     if vjp is not None:
-        prim.defvjp(*vjp)
+        try:
+            prim.defvjp(*vjp)
+        except Exception:  # a refused rule leaves no half-registered row behind
+            unregister(name)
+            raise
     return prim
 
 

@@ -773,6 +773,23 @@ ELSEWHERE = {
     "gather": "tests/compiler/test_jit_tensor_indexing.py",
     "scatter_add": "tests/compiler/test_jit_tensor_indexing.py",
     "index_put_at": "tests/compiler/test_jit_tensor_indexing.py",
+    # fused recurrent primitives and their gradients: checked against torch's layers and cells
+    "gru_cell": "tests/ops/test_recurrent.py",
+    "gru_cell_grad_gh": "tests/ops/test_recurrent.py",
+    "gru_cell_grad_gi": "tests/ops/test_recurrent.py",
+    "gru_cell_grad_h": "tests/ops/test_recurrent.py",
+    "lstm_cell_c": "tests/ops/test_recurrent.py",
+    "lstm_cell_c_grad_c": "tests/ops/test_recurrent.py",
+    "lstm_cell_c_grad_gates": "tests/ops/test_recurrent.py",
+    "lstm_cell_h": "tests/ops/test_recurrent.py",
+    "lstm_cell_h_grad_c": "tests/ops/test_recurrent.py",
+    "lstm_cell_h_grad_gates": "tests/ops/test_recurrent.py",
+    "lstm_layer": "tests/ops/test_recurrent.py",
+    "lstm_layer_grad": "tests/ops/test_recurrent.py",
+    # max pooling and its gradient pair, with PyTorch's tie, NaN and overlap rules
+    "max_pool": "tests/ops/test_max_pool_primitive.py",
+    "max_pool_gather": "tests/ops/test_max_pool_primitive.py",
+    "max_pool_scatter": "tests/ops/test_max_pool_primitive.py",
 }
 
 
