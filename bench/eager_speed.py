@@ -2,7 +2,8 @@
 tensors, 1 thread, the two interleaved in one run (ratios, not absolute times, are the
 result). The cases are the ones a user types into Jupyter and a small training step.
 
-    python -m bench.eager_speed [--rounds 7] [--plot bench/results/eager_speed.png]
+    python -m bench.eager_speed [--rounds 7] [--plot bench/results/eager_speed.png] [--ceiling]
+        [--cuda]  (NUMBA_ENABLE_CUDASIM=1 without a GPU)
 
 Prints median microseconds per call, the ratio numgrad/torch per case and their geometric
 mean; ``--plot`` draws the ratios. Goals: geometric mean <= 1.5 (aim 1.0), MLP step <= 1.5.
@@ -15,7 +16,12 @@ import os
 import statistics
 import time
 
-import numpy as np
+# One thread on both sides: torch.set_num_threads(1) below, and NumPy's BLAS (OpenBLAS's
+# threads spin, so on a busy 2-core machine a 64x64 matmul could take milliseconds).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402  (after the thread settings)
 
 
 def _cases(lib, F):
@@ -76,12 +82,29 @@ def _cases(lib, F):
             return h
         return call
 
+    def train_step():
+        # The PyTorch habit: a Module, an optimizer, zero_grad / loss / backward / step.
+        gen = np.random.default_rng(1)
+        model = lib.nn.Sequential(lib.nn.Linear(64, 128), lib.nn.ReLU(), lib.nn.Linear(128, 10))
+        with lib.no_grad():
+            for p in model.parameters():
+                p.copy_(lib.tensor(gen.standard_normal(tuple(p.shape)).astype(np.float32) * 0.1))
+        opt = lib.optim.SGD(model.parameters(), lr=0.01)
+        x, y = t(np.resize(X, (64, 64))), lib.tensor(np.resize(Y, 64))
+
+        def call():
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+        return call
+
     return {"x + y, 10 elements, x requires grad": add,
             "((x*y).sin() + x).exp().sum() forward": chain_fwd,
             "the same, forward + backward": chain_fwd_bwd,
             "the same under no_grad": no_grad,
             "MLP step: cross_entropy((X@W1).relu()@W2) + backward, 32x64": mlp_step,
-            "8 Linear(16,16)+clamp layers, forward": linear_loop}
+            "8 Linear(16,16)+clamp layers, forward": linear_loop,
+            "train step: MLP 64-128-10, SGD, batch 64 (nn + optim)": train_step}
 
 
 def _per_call(call, seconds=0.05):
@@ -122,6 +145,105 @@ def run(rounds=7):
     return rows, geo
 
 
+def ceiling(rounds=5):
+    """What a lazy eager mode (record the ops, compile them as a plan on ``backward()``) could
+    win on the MLP step, bounded by measurement: it must still dispatch every forward op in
+    Python (the ``no_grad`` forward), and at best runs the backward as ``@ng.jit`` on the loss
+    does; NumPy by hand is the floor of the kernels themselves."""
+    import torch
+    import torch.nn.functional as TF
+
+    import numgrad as ng
+    import numgrad.nn.functional as NF
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((32, 64)).astype(np.float32)
+    W1 = (rng.standard_normal((64, 64)) * 0.1).astype(np.float32)
+    W2 = (rng.standard_normal((64, 10)) * 0.1).astype(np.float32)
+    Y = rng.integers(0, 10, 32)
+    x, w1, w2, y = ng.tensor(X), ng.tensor(W1, requires_grad=True), \
+        ng.tensor(W2, requires_grad=True), ng.tensor(Y)
+    tx, tw1, tw2, ty = torch.tensor(X), torch.tensor(W1, requires_grad=True), \
+        torch.tensor(W2, requires_grad=True), torch.tensor(Y)
+
+    @ng.jit
+    def loss(x, w1, w2, y):
+        return NF.cross_entropy((x @ w1).relu() @ w2, y)
+
+    def eager():
+        w1.grad = w2.grad = None
+        NF.cross_entropy((x @ w1).relu() @ w2, y).backward()
+
+    def forward_no_grad():
+        with ng.no_grad():
+            NF.cross_entropy((x @ w1).relu() @ w2, y)
+
+    def jitted():
+        w1.grad = w2.grad = None
+        loss(x, w1, w2, y).backward()
+
+    def torch_eager():
+        tw1.grad = tw2.grad = None
+        TF.cross_entropy((tx @ tw1).relu() @ tw2, ty).backward()
+
+    rows = np.arange(32)
+
+    def numpy_by_hand():
+        h = X @ W1
+        r = np.maximum(h, 0)
+        z = r @ W2
+        s = z - z.max(1, keepdims=True)
+        lp = s - np.log(np.exp(s).sum(1, keepdims=True))
+        g = np.exp(lp)
+        g[rows, Y] -= 1
+        g /= 32
+        return -lp[rows, Y].mean(), X.T @ np.where(h <= 0, 0, g @ W2.T), r.T @ g
+
+    cases = {"torch eager": torch_eager, "numgrad eager": eager,
+             "numgrad forward under no_grad": forward_no_grad,
+             "numgrad @ng.jit loss + backward": jitted, "NumPy by hand": numpy_by_hand}
+    for f in cases.values():
+        for _ in range(3):
+            f()
+    times = {k: [] for k in cases}
+    for _ in range(rounds):
+        for k, f in cases.items():
+            times[k].append(_per_call(f))
+    base = statistics.median(times["torch eager"])
+    print("MLP step, what a lazy eager mode could win (median us, ratio to torch eager):")
+    for k, v in times.items():
+        m = statistics.median(v)
+        print(f"  {k:34s} {m * 1e6:7.1f}us {m / base:5.2f}x")
+
+
+def cuda_table():
+    """Structural counters of eager CUDA calls (``ng.cuda.memory_stats`` deltas over one warm
+    call): the same under the simulator (``NUMBA_ENABLE_CUDASIM=1``) as on a device."""
+    import numgrad as ng
+    import numgrad.nn.functional as NF
+    if not ng.cuda.is_available():
+        print("CUDA counters: no device (run with NUMBA_ENABLE_CUDASIM=1)")
+        return
+    rng = np.random.default_rng(0)
+    x = ng.tensor(rng.standard_normal(10).astype(np.float32)).cuda().requires_grad_()
+    y = ng.tensor(rng.standard_normal(10).astype(np.float32)).cuda()
+    logits = ng.tensor(rng.standard_normal((4, 3)).astype(np.float32)).cuda().requires_grad_()
+    target = ng.tensor(np.array([0, 2, 1, 0])).cuda()
+    cases = {"x + y": lambda: x + y, "x.sin()": lambda: x.sin(),
+             "(x * y).sum()": lambda: (x * y).sum(),
+             "(x * y).sum().backward()": lambda: (x * y).sum().backward(),
+             "cross_entropy(4x3) + backward": lambda: NF.cross_entropy(logits, target).backward()}
+    keys = ("allocs", "cache_hits", "device_mallocs", "frees")
+    print(f"CUDA eager, one warm call: {'call':34s} " + " ".join(f"{k:>14s}" for k in keys))
+    for name, f in cases.items():
+        f()
+        f()  # compiled and cached: what a loop pays from then on
+        before = ng.cuda.memory_stats()
+        f()
+        after = ng.cuda.memory_stats()
+        print(f"{'':27s}{name:34s} " + " ".join(f"{after[k] - before[k]:14d}" for k in keys))
+
+
 def plot(rows, geo, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -147,7 +269,15 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--plot", metavar="PNG")
+    p.add_argument("--ceiling", action="store_true",
+                   help="also bound what a lazy eager mode could win on the MLP step")
+    p.add_argument("--cuda", action="store_true",
+                   help="also print eager CUDA calls' allocator counters")
     args = p.parse_args()
     rows, geo = run(args.rounds)
     if args.plot:
         print("plot:", plot(rows, geo, args.plot))
+    if args.ceiling:
+        ceiling(args.rounds)
+    if args.cuda:
+        cuda_table()

@@ -8,7 +8,9 @@ Three measurements (medians of repeated calls after a warm-up, float32 MLP, floa
 2. the Hessian (100 x 100) of W2's f w.r.t. x at n=100: ``ng.jit(ng.func.hessian(f))``
    vs ``jax.jit(jax.hessian(f))`` (and torch.func.hessian eager);
 3. ``ng.func.jvp`` of W2's f at n=1e6 (forward mode, one pass) against its own
-   ``ng.value_and_grad`` (one joint forward+backward pass), both under ``ng.jit``.
+   ``ng.value_and_grad`` (one joint forward+backward pass), both under ``ng.jit``;
+4. ``ng.autograd.functional.jacobian`` of a 64 x 64 map, eager, with ``vectorize=False`` (a
+   backward per row) and ``True`` (one vmap of the vjp), and torch's two modes.
 
 Run: ``python -m bench.func_transforms [--quick] [--repeats N]``. Prints a table of times and
 ratios; every system's result is checked against torch.func's first.
@@ -135,6 +137,33 @@ def jvp(quick, repeats, jax_mods):
     return f"jvp of W2's f, n={common.fmt_n(n)}, float64", rows, "numgrad jit jvp"
 
 
+def jacobian_rows(quick, repeats, jax_mods):
+    """``ng.autograd.functional.jacobian`` looped (a backward per row) and vectorized (one
+    vmap of the vjp), eager, as torch.autograd.functional's two modes."""
+    import numgrad as ng
+    import torch
+    n = 64 if not quick else 16
+    rng = np.random.default_rng(3)
+    w, x = rng.standard_normal((n, n)) / 8, rng.standard_normal(n)
+
+    def f(m, wt):
+        return lambda a: (wt @ (wt @ a).tanh()).sin()
+
+    ref = torch.autograd.functional.jacobian(f(torch, torch.tensor(w)), torch.tensor(x))
+    rows = {}
+    for vec in (False, True):
+        nf, nx = f(ng, ng.tensor(w)), ng.tensor(x)
+        got = ng.autograd.functional.jacobian(nf, nx, vectorize=vec)
+        assert common.rel_err(got.numpy(), ref.numpy()) < 1e-10
+        rows[f"numgrad vectorize={vec}"] = timeit(
+            lambda: ng.autograd.functional.jacobian(nf, nx, vectorize=vec), repeats)
+        tf, tx = f(torch, torch.tensor(w)), torch.tensor(x)
+        rows[f"torch vectorize={vec}"] = timeit(
+            lambda: torch.autograd.functional.jacobian(tf, tx, vectorize=vec), repeats)
+    return (f"jacobian of sin(W tanh(W x)), {n} x {n}, float64, eager", rows,
+            "numgrad vectorize=True")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
@@ -145,7 +174,7 @@ def main(argv=None):
     if common.system_available("jax jit") is None:
         jax_mods = common.import_jax()
     print(f"threads: {threads}; jax: {'yes' if jax_mods else 'not installed'}")
-    for bench in (per_sample, hessian, jvp):
+    for bench in (per_sample, hessian, jvp, jacobian_rows):
         title, rows, ours = bench(args.quick, args.repeats, jax_mods)
         print(f"\n{title}")
         base = rows[ours]

@@ -12,7 +12,7 @@ compared, so a system that computes something else shows it. Prints the median s
 of each system over ``--repeats`` timed steps, the systems taking turns step by step
 (after warm-up steps that include the compiles), and its ratio to torch eager (and the
 fastest step's, steadier where other processes share the cores); draws the
-medians as bars into ``--plot``.
+medians as bars into ``--plot`` and the table beside it (``.txt``).
 """
 from __future__ import annotations
 
@@ -170,15 +170,18 @@ def main(argv=None):
                       args.warmup)
     base = results.get("torch eager", (None,))[0]
     fast = results.get("torch eager", (None,) * 3)[2]
-    print(f"{'system':28s} {'median ms':>9s} {'ratio':>6s} {'fastest ms':>10s} {'ratio':>6s} "
-          f"{'final loss':>10s}")
+    lines = [f"{'system':28s} {'median ms':>9s} {'ratio':>6s} {'fastest ms':>10s} "
+             f"{'ratio':>6s} {'final loss':>10s}"]
     for name, (t, loss, best) in results.items():
         ratio = f"{t / base:.2f}x" if base else "-"
         ratio_best = f"{best / fast:.2f}x" if fast else "-"
-        print(f"{name:28s} {t * 1e3:9.2f} {ratio:>6s} {best * 1e3:10.2f} {ratio_best:>6s} "
-              f"{loss:10.6f}")
+        lines.append(f"{name:28s} {t * 1e3:9.2f} {ratio:>6s} {best * 1e3:10.2f} "
+                     f"{ratio_best:>6s} {loss:10.6f}")
+    print("\n".join(lines))
     if args.plot:
         print("plot:", plot(results, args.plot))
+        with open(args.plot.rsplit(".", 1)[0] + ".txt", "w") as fh:  # the table beside it
+            fh.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

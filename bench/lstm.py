@@ -10,6 +10,7 @@ plot::
 
     python bench/lstm.py                     # bench/results/lstm.png, bench/results/lstm.txt
     python bench/lstm.py --rounds 50 --no-compile --out /tmp/lstm.png
+    python bench/lstm.py --systems "numgrad eager" --out /tmp/lstm.png
 """
 from __future__ import annotations
 
@@ -45,7 +46,14 @@ def numgrad_systems(w, x, y):
     import numgrad as ng
     from numgrad import ops
     from numgrad.nn import functional as F
-    from numgrad.nn.rnn import _sequence
+    try:
+        from numgrad.nn.rnn import _lstm_layer
+    except ImportError:  # a tree from before the layer primitive (for before/after runs)
+        from numgrad.nn.rnn import _sequence
+
+        def _lstm_layer(X, w_ih, w_hh, b_ih, b_hh, h0, c0):
+            outs, h, c = _sequence("LSTM", ops.unbind(X, 0), w_ih, w_hh, b_ih, b_hh, h0, c0)
+            return ops.stack(outs, 0), h, c
 
     lstm = ng.nn.LSTM(INPUT, HIDDEN)
     lstm.load_state_dict({k: ng.from_numpy(v) for k, v in w.items()})
@@ -58,8 +66,8 @@ def numgrad_systems(w, x, y):
     def loss_of_weights(w_ih, w_hh, b_ih, b_hh, X, Y):
         # nn.LSTM's own recurrence, with the weights as arguments for value_and_grad.
         h0 = ng.zeros(BATCH, HIDDEN)
-        outs, _, _ = _sequence("LSTM", ops.unbind(X, 0), w_ih, w_hh, b_ih, b_hh, h0, h0)
-        return F.mse_loss(ops.stack(outs, 0), Y)
+        out, _, _ = _lstm_layer(X, w_ih, w_hh, b_ih, b_hh, h0, h0)
+        return F.mse_loss(out, Y)
 
     jitted = ng.jit(loss)
     vg = ng.jit(ng.value_and_grad(loss_of_weights, argnums=(0, 1, 2, 3)))
@@ -116,12 +124,17 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--out", default=os.path.join("bench", "results", "lstm.png"))
+    ap.add_argument("--systems", default=None,
+                    help="comma-separated names to time (torch eager always runs)")
     args = ap.parse_args(argv)
     info = pin_threads(1)
     import numpy as np
     w, x, y = make_data()
     systems = torch_systems(w, x, y, not args.no_compile)
     systems.update(numgrad_systems(w, x, y))
+    if args.systems:
+        keep = set(args.systems.split(",")) | {"torch eager"}
+        systems = {k: v for k, v in systems.items() if k in keep}
     want = systems["torch eager"]()
     results = {}
     for name, step in systems.items():

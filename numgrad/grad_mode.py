@@ -11,7 +11,14 @@ import inspect
 import sys
 import threading
 
-_state = threading.local()
+class _State(threading.local):
+    # Class-level defaults: a thread that never set a mode reads these at once (a getattr
+    # default on a bare threading.local raises and catches AttributeError, ~0.3 us per op).
+    enabled = True
+    inference = False
+
+
+_state = _State()
 
 
 def is_grad_enabled() -> bool:

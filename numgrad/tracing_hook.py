@@ -9,7 +9,7 @@ frozen value. A module of its own because ``numgrad.tensor`` is shadowed on the 
 the ``ng.tensor`` factory, and every room needs to reach this switch.
 
 It also tells a traced Python number apart (``weak``): a Python float argument that
-``@ng.jit`` traces as a 0-d input (``compiler.runtime``) is a tensor whose payload is
+``@ng.jit`` traces as a 0-d input (``compiler.jit_function``) is a tensor whose payload is
 marked ``_ng_weak``; type promotion treats it as the Python number it stands for, and code
 that needs that number itself (``as_number``) makes the trace fail, so the argument stays
 a constant of the plan.
@@ -46,7 +46,7 @@ def weak(x):
 def as_number(x):
     """``x``, where an op takes a Python number (a parameter baked into its kernel): a
     traced Python number has no value to give, so this raises the tracer's TracingError
-    and the argument stays a constant of the plan (``compiler.runtime``)."""
+    and the argument stays a constant of the plan (``compiler.jit_function``)."""
     if weak(x):
         x._concrete("number")
     return x

@@ -11,7 +11,8 @@ import numgrad as ng
 MODULES = ["numgrad", "numgrad.tensor", "numgrad.creation", "numgrad.autograd.engine",
            "numgrad.compiler", "numgrad.compiler.transforms", "numgrad.viz",
            "numgrad.autograd.function", "numgrad.autograd.gradcheck", "numgrad.autograd.graph",
-           "numgrad.utils.checkpoint"]
+           "numgrad.utils.checkpoint", "numgrad.ops.registry", "numgrad.ops.losses",
+           "numgrad.ops.threshold"]
 
 
 @pytest.mark.parametrize("name", MODULES)

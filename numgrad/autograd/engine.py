@@ -23,7 +23,7 @@ import numgrad.tracing_hook as tracing_hook
 import numgrad.autograd.anomaly as anomaly
 import numgrad.autograd.node_hooks as node_hooks
 from numgrad.profiler import recorder
-from numgrad.autograd.graph import AccumulateGrad, Node, edge_of
+from numgrad.autograd.graph import AccumulateGrad, edge_of
 from numgrad.ops import views as _views
 from numgrad.grad_mode import is_grad_enabled, no_grad, _set_enabled
 from numgrad.tensor import Tensor
@@ -260,6 +260,28 @@ def _add(a, b):
     return _ops.elementwise.add(a, b)  # differentiable under create_graph
 
 
+# References to a buffered gradient nothing else holds inside _added_in_place: the buffer
+# list, the local `a`, getrefcount's argument; to its payload: the tensor's slot, the local `ad`
+# and the argument.
+_BUFFERED_REFS, _PAYLOAD_REFS = 3, 3
+
+
+def _added_in_place(buf, i, g):
+    """``buf[i] += g`` in the buffered gradient's own memory, when that is safe: no graph is
+    being built (the caller checks), both are host arrays of one shape and dtype, and the
+    buffered one is a fresh array that nothing but the buffer refers to (a vjp that hands the
+    same gradient to two inputs, a hook that kept it, a view or the shared seed all keep it
+    out). Saves the allocation and the dispatch of an ``add`` where gradients meet."""
+    a = buf[i]
+    ad, gd = a._data, g._data
+    if (type(ad) is not np.ndarray or type(gd) is not np.ndarray or ad.shape != gd.shape
+            or ad.dtype != gd.dtype or ad.base is not None or not ad.flags.writeable
+            or sys.getrefcount(a) > _BUFFERED_REFS or sys.getrefcount(a._data) > _PAYLOAD_REFS):
+        return False
+    np.add(ad, gd, out=ad)
+    return True
+
+
 def _settle_level(g):
     interp = getattr(g._data, "_ng_interpreter", None)
     return getattr(interp, "_ng_depth", 0) if hasattr(interp, "settle_grad") else 0, interp
@@ -406,7 +428,10 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                     cbuf = buffers.get(child)
                     if cbuf is None:
                         cbuf = buffers[child] = [None] * child.num_outputs
-                    cbuf[cnr] = g if cbuf[cnr] is None else _add(cbuf[cnr], g)
+                    if cbuf[cnr] is None:
+                        cbuf[cnr] = g
+                    elif create_graph or not _added_in_place(cbuf, cnr, g):
+                        cbuf[cnr] = _add(cbuf[cnr], g)
                 deps[child] = left - 1
                 if left == 1:
                     seq = child._seq
@@ -488,13 +513,15 @@ def _priority(node):
     return _ACC_FIRST if type(node) is AccumulateGrad else -node._seq
 
 
-def run_tensor_hooks(node, nr, g, bypass=False):
+def run_tensor_hooks(node, nr, g, inside=False):
     """The tensor hooks (then ``retain_grad``) on output ``nr`` of ``node``, applied to ``g``.
 
-    ``bypass`` reads them past a node's own filter: a compiled backward hides the hooks it
-    runs itself (see ``compiler.autodiff.OutputHooks``) from the engine's pass.
+    The engine's pass leaves them to a node that runs them itself (``Node._runs_own_hooks``);
+    that node's ``apply`` calls this with ``inside=True``.
     """
-    hooks = Node._hooks_for(node, nr) if bypass else node._hooks_for(nr)
+    if not inside and node._runs_own_hooks(nr):
+        return g
+    hooks = node._hooks_for(nr)
     if hooks:
         if type(g._data) is np.ndarray and is_implicit_seed(g._data):
             # A hook may write its gradient in place (``g.mul_(3)``), as PyTorch allows: the
@@ -511,7 +538,7 @@ def run_tensor_hooks(node, nr, g, bypass=False):
                                        f"the size of value: expected {g.shape}, got {r.shape}")
                 g = r
     if node._retained is not None:
-        t = Node._retained_for(node, nr) if bypass else node._retained_for(nr)
+        t = node._retained_for(nr)
         if t is not None:
             _accumulate_into(t, g, is_grad_enabled())
     return g

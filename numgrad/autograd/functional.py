@@ -309,7 +309,10 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
             raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
                                "`vectorized=True` are not supported together. Please either "
                                "set `strict=False` or `vectorize=False`.")
-        # vectorize changes only how PyTorch batches the rows; the rows are the same here.
+        if vectorize:
+            jac = _vectorized_jacobian(outputs, inputs, create_graph)
+            jac = _grad_postprocess(jac, create_graph)
+            return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
         jac = []
         for i, out in enumerate(outputs):
             rows = [[] for _ in inputs]
@@ -336,6 +339,35 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 .reshape(out.shape + inp.shape) for r, inp in zip(rows, inputs)))
         jac = _grad_postprocess(tuple(jac), create_graph)
         return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
+
+
+def _vectorized_jacobian(outputs, inputs, create_graph):
+    """Every row of the Jacobian in one backward: the vjp mapped by ``vmap`` over the
+    standard basis of all the outputs' elements (PyTorch's ``vectorize=True``)."""
+    # numgrad.func.vmap needs only autograd and the ops (numgrad.func loads the rest lazily).
+    from numgrad.func.vmap import vmap
+    sizes = [o.numel() for o in outputs]
+    total = sum(sizes)
+    basis, start = [], 0
+    for o, n in zip(outputs, sizes):  # rows start..start+n of the identity, per output
+        e = np.zeros((total, n), o.dtype.np)
+        e[np.arange(start, start + n), np.arange(n)] = 1
+        t = Tensor._make(e.reshape((total,) + tuple(o.shape)))
+        basis.append(t if o.device.type == "cpu" else t.to(o.device))
+        start += n
+
+    def vjp(*vs):
+        gs = _autograd_grad(outputs, inputs, vs, create_graph=create_graph, retain_graph=True)
+        return tuple(zeros_like(x) if g is None else g for g, x in zip(gs, inputs))
+
+    rows = vmap(vjp)(*basis) if total else tuple(
+        zeros_like(x).reshape((0,) + tuple(x.shape)) for x in inputs)
+    jac, start = [], 0
+    for o, n in zip(outputs, sizes):
+        jac.append(tuple(r[start:start + n].reshape(tuple(o.shape) + tuple(x.shape))
+                         for r, x in zip(rows, inputs)))
+        start += n
+    return tuple(jac)
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,

@@ -10,6 +10,7 @@ Python tensor object, as in PyTorch.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import weakref
 from collections import OrderedDict
@@ -88,6 +89,12 @@ class Node:
         ref = None if self._retained is None else self._retained.get(output_nr)
         return None if ref is None else ref()
 
+    def _runs_own_hooks(self, output_nr) -> bool:
+        """Whether ``apply`` runs the tensor hooks and ``retain_grad`` of output
+        ``output_nr`` itself, so the engine must not (a compiled backward does for an output
+        its function also used). The engine asks every node; eager nodes never do."""
+        return False
+
     def _retain_grad(self, tensor):
         if self._retained is None:
             self._retained = {}
@@ -135,7 +142,12 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable):
-        super().__init__(())
+        # Node.__init__ spelled out: a leaf's accumulator is cached weakly (as PyTorch's), so
+        # a training loop makes one per parameter per step.
+        self.next_functions = ()
+        self._seq = next(_sequence)
+        self._pre_hooks = None
+        self._retained = None
         self.variable = variable
 
     def _hooks_for(self, output_nr):
@@ -169,6 +181,22 @@ def describe(data, dtype_name) -> str:
     return f"[numgrad.{where}{_TYPE_NAMES.get(dtype_name, 'Tensor')} [{shape}]]"
 
 
+def version_error(what, producer, now, expected) -> RuntimeError:
+    """PyTorch's error for a value the backward needs that an in-place op has changed since:
+    ``what`` describes it (``describe``), ``producer`` (a node, its name, or None) made it."""
+    if producer is not None:
+        name = producer if isinstance(producer, str) else producer.name()
+        for suffix in ("Backward0", "Backward1", "Backward2", "Backward"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+        what += f", which is output 0 of {name},"
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: {what} is at version {now}; expected version {expected} "
+        f"instead. {inplace_hint()}")
+
+
 class SavedTensor:
     """A tensor a node needs in its backward, with the version it had when saved.
 
@@ -187,10 +215,11 @@ class SavedTensor:
         self._packed = None
         self._was = None  # once freed: a weak reference to the saved input, for pictures
         if _SAVED_HOOKS:  # saved_tensors_hooks: keep what the pack hook made, not the tensor
+            _refuse_inside_jit()
             self._tensor = self._data = None
             self._output_nr = t._output_nr
             self._requires_grad = t._requires_grad
-            pack, unpack = _SAVED_HOOKS[-1]
+            pack, unpack = _SAVED_HOOKS[-1].pack_hook, _SAVED_HOOKS[-1].unpack_hook
             outer = _SAVED_HOOKS[:]
             _SAVED_HOOKS.clear()  # what the pack hook itself computes saves plainly
             try:
@@ -218,17 +247,7 @@ class SavedTensor:
             # PyTorch names the node a saved output belongs to, and for a saved input the
             # tensor's grad_fn now (after the in-place op that bumped it), not at saving.
             producer = node if self._tensor is None else self._tensor.grad_fn
-            if producer is not None:
-                name = producer.name()
-                for suffix in ("Backward0", "Backward1", "Backward2", "Backward"):
-                    if name.endswith(suffix):
-                        name = name[: -len(suffix)]
-                        break
-                what += f", which is output 0 of {name},"
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {what} is at version {self._vc.value}; expected version "
-                f"{self._version} instead. {inplace_hint()}")
+            raise version_error(what, producer, self._vc.value, self._version)
         if self._tensor is not None:
             return self._tensor
         return Tensor._make(self._data, node if self._requires_grad else None, self._vc,
@@ -305,11 +324,60 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
-        _SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
+        _SAVED_HOOKS.append(self)
         return self
 
     def __exit__(self, *exc):
         _SAVED_HOOKS.pop()
+
+
+class trace_time_hooks(saved_tensors_hooks):
+    """``saved_tensors_hooks`` that are part of the program: under ``@ng.jit`` they run while
+    the function is traced, on traced tensors, and their effect is compiled into the plan
+    (``utils.checkpoint`` packs each saved tensor as an index and recomputes it). Eagerly
+    they are ``saved_tensors_hooks``.
+
+    >>> x = ng.ones(2, requires_grad=True)
+    >>> with ng.autograd.graph.trace_time_hooks(lambda t: t * 2, lambda t: t):
+    ...     y = (x * x).sum()
+    >>> y.backward(); x.grad
+    tensor([4., 4.])
+    """
+
+    trace_time = True
+
+
+def _refuse_inside_jit():
+    # While a trace runs, the hooks opened around it are paused: whatever is on the stack
+    # was opened inside the traced function.
+    if not _paused or getattr(_SAVED_HOOKS[-1], "trace_time", False):
+        return
+    from numgrad.errors import TracingError, user_location
+    raise TracingError(
+        f"saved_tensors_hooks opened inside an @ng.jit function {user_location()}: the plan "
+        "saves other tensors than eager mode does, so the hooks cannot see the tensors they "
+        "would see eagerly. Open the context around the call instead: the hooks then pack "
+        "each tensor the plan saves for its backward, at every call, and unpack it when the "
+        "backward runs")
+
+
+@contextlib.contextmanager
+def paused_saved_hooks():
+    """While a function is traced for ``@ng.jit``, the hooks opened around the call do not
+    see the traced tensors (``torch.compile`` pauses them alike): they run at every call,
+    on the tensors the plan saves (``compiler.saved_hooks``)."""
+    global _paused
+    outer = _SAVED_HOOKS[:]
+    _SAVED_HOOKS.clear()
+    _paused += 1
+    try:
+        yield
+    finally:
+        _paused -= 1
+        _SAVED_HOOKS[:] = outer
+
+
+_paused = 0  # how many traces have paused the hooks (paused_saved_hooks)
 
 
 class save_on_cpu(saved_tensors_hooks):

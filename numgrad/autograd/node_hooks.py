@@ -4,19 +4,16 @@ Room: autograd. ``Node.register_prehook`` hooks see a node's incoming gradients 
 runs (after the tensor hooks, as in PyTorch) and may replace them; ``Node.register_hook``
 hooks see ``(grad_inputs, grad_outputs)`` after it ran and may replace ``grad_inputs``;
 ``Tensor.register_post_accumulate_grad_hook`` hooks see the leaf once its ``.grad`` holds
-the sum. Under ``@ng.jit`` a pre-hook on one gradient becomes a ``hook`` equation of the
-plan, called at run time with the real gradient, as a tensor hook is.
+the sum. Under ``@ng.jit`` node pre- and post-hooks become ``hook`` equations of the plan
+(``autograd.traced_hooks``), called at run time with the real gradients, as a tensor hook is.
 """
 from __future__ import annotations
 
 import numgrad.tracing_hook as tracing_hook
 from numgrad.autograd.graph import NODE_POST, NODE_PRE, POST_ACCUMULATE
+from numgrad.autograd.traced_hooks import annotate, is_traced
 from numgrad.errors import TracingError
 from numgrad.tensor import Tensor
-
-
-def _traced(gs):
-    return any(g is not None and not tracing_hook.concrete(g._data) for g in gs)
 
 
 def _checked(hook, result, n):
@@ -28,6 +25,10 @@ def _checked(hook, result, n):
         raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got "
                            f"{len(result)}, but expected {n})")
     return list(result)
+
+
+def _name(hooks):
+    return getattr(next(iter(hooks.values())), "__name__", "hook")
 
 
 def _call_pre(hooks, buf):
@@ -43,27 +44,10 @@ def pre(node, buf):
     hooks = node._pre_hooks.get(NODE_PRE)
     if not hooks:
         return buf
-    if not _traced(buf):
+    if not is_traced(buf):
         return _call_pre(hooks, buf)
-    live = [k for k, g in enumerate(buf) if g is not None]
-    if len(live) != 1:
-        raise TracingError(f"a pre-hook on {node.name()} inside @ng.jit sees {len(live)} "
-                           "gradients at once; the plan calls hooks one gradient at a time. "
-                           "Register it outside the jitted function")
-    k = live[0]
-    n = len(buf)
-
-    def one(g):  # at run time: the user's hooks on the real gradient, in its slot
-        gs = [None] * n
-        gs[k] = g
-        return _call_pre(hooks, gs)[k]
-
-    one.__name__ = getattr(next(iter(hooks.values())), "__name__", "hook")
-    g = buf[k]
-    out = g._data._ng_interpreter.wrap_hook(g, one)(g)
-    buf = list(buf)
-    buf[k] = out
-    return buf
+    # Inside @ng.jit: called by the plan at run time, with the real gradients.
+    return annotate(buf, range(len(buf)), lambda gs: _call_pre(hooks, gs), _name(hooks))
 
 
 def post(node, grad_inputs, grad_outputs):
@@ -71,11 +55,14 @@ def post(node, grad_inputs, grad_outputs):
     hooks = node._pre_hooks.get(NODE_POST)
     if not hooks:
         return grad_inputs
-    if _traced(grad_inputs) or _traced(grad_outputs):
-        raise TracingError(f"a hook registered with {node.name()}.register_hook inside @ng.jit: "
-                           "it needs the gradients of the inputs and outputs together, which the "
-                           "plan does not hand to Python. Register it outside the jitted "
-                           "function, or use Tensor.register_hook / Node.register_prehook")
+    if is_traced(grad_inputs) or is_traced(grad_outputs):
+        n = len(grad_inputs)
+        return annotate(list(grad_inputs) + list(grad_outputs), range(n),
+                        lambda gs: _call_post(hooks, gs[:n], gs[n:]), _name(hooks))[:n]
+    return _call_post(hooks, grad_inputs, grad_outputs)
+
+
+def _call_post(hooks, grad_inputs, grad_outputs):
     for hook in list(hooks.values()):
         r = hook(tuple(grad_inputs), tuple(grad_outputs))
         if r is not None:
@@ -86,9 +73,12 @@ def post(node, grad_inputs, grad_outputs):
 def after_accumulate(node, g, accumulated):
     """An AccumulateGrad's post-hooks (``grad_inputs`` is empty, as in PyTorch), then the
     leaf's post-accumulate-grad hooks when ``.grad`` was written."""
-    hooks = node._pre_hooks.get(NODE_POST)
-    for hook in list((hooks or {}).values()):
-        hook((), (g,))
+    post_hooks = node._pre_hooks.get(NODE_POST)
+    if post_hooks and is_traced([g]):  # a leaf of the trace: called by the plan at run time
+        annotate([g], (), lambda gs: _call_post(post_hooks, [], gs) + [None],
+                 _name(post_hooks))
+    elif post_hooks:
+        _call_post(post_hooks, [], [g])
     hooks = node._pre_hooks.get(POST_ACCUMULATE)
     if hooks and accumulated:
         for hook in list(hooks.values()):

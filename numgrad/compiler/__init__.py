@@ -2,8 +2,9 @@
 
 Room: compiler (the top room). Imports everything below it; nothing below
 imports it. The flow: ``tracer`` -> ``autodiff`` (trace + partition) ->
-``passes`` -> ``backends`` (one package per target), driven by ``pipeline.lower`` ->
-``runtime`` (plans and the backward node).
+``passes`` -> ``backends`` (one package per target), driven by ``pipeline.lower``; at
+run time ``jit_function`` (the front door: keys, static arguments, guards) -> ``plan``
+(runs the programs, applies the call's effects) -> ``compiled_node`` (the backward node).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Callable, Sequence
 
 from numgrad.errors import TracingError
 from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS
-from numgrad.compiler.runtime import CompiledFunction
+from numgrad.compiler.jit_function import CompiledFunction
 from numgrad.compiler.transforms import grad, value_and_grad
 
 

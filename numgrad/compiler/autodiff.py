@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from numgrad.autograd import engine
-from numgrad.autograd.graph import Node
+from numgrad.autograd.graph import Node, paused_saved_hooks
 import numgrad.compiler.pytree as pytree
+from numgrad.compiler.compiled_node import active_backward_node
 from numgrad.compiler.ir import Graph
 from numgrad.compiler.random_watch import RandomWatch
 from numgrad.compiler.tracer import Tracer, TracingError
@@ -24,11 +25,35 @@ from numgrad.ops.views import layout_standin
 from numgrad.tensor import Tensor
 
 
-def active_backward_node():
-    """The CompiledFunctionBackward whose program runs on this thread, if any: none until
-    ``compiler.runtime`` (which builds on this module, and runs those programs) enters its
-    own function here when it is imported."""
-    return None
+@dataclass(frozen=True, kw_only=True)
+class Effects:
+    """What a call of the traced function does besides computing its outputs: the record
+    ``plan.Plan.run`` applies after each compiled call, so the caller sees what eager mode
+    would have left behind. Positions are those of the tensor inputs (``primals``) and of
+    the outputs.
+
+    >>> fx = Effects(writebacks=(), bumps={}, aliases={}, n_visible=1, hidden=(),
+    ...              out_fn_names=("SumBackward0",), leaf_hooks=(), probed=frozenset())
+    >>> fx.plain
+    True
+    """
+    writebacks: tuple    # (primal position, Var): inputs modified in place; the forward
+    #                      also returns each new value, which the call writes into the input
+    bumps: dict          # primal position -> in-place ops on it: its version goes up by that
+    aliases: dict        # output position -> primal position: an input returned as it is
+    n_visible: int       # outputs the function returned; after them come the hidden ones:
+    hidden: tuple        # (output position, primal position): the new value of an input
+    #                      modified in place that requires grad; its history the caller's
+    #                      tensor takes over (grad_fn, output_nr)
+    out_fn_names: tuple  # per output: the grad_fn name eager mode would give it (errors)
+    leaf_hooks: tuple    # (primal position, [hooks]) registered on inputs inside the function
+    probed: frozenset    # backward slots whose tensor hooks run inside the backward program
+
+    @property
+    def plain(self):
+        """Nothing to apply but the outputs themselves: no input written, aliased or hooked
+        (the usual call, which ``Plan.run`` takes a short path for)."""
+        return not (self.writebacks or self.aliases or self.leaf_hooks)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,16 +66,7 @@ class Traced:
     out_requires_grad: list
     grads: list                  # per primal: grad Var or None (only where it requires grad)
     cotangent_of: list           # output positions that receive a cotangent input
-    writebacks: list = field(default_factory=list)   # (primal position, Var)
-    leaf_hooks: list = field(default_factory=list)   # (primal position, [hooks])
-    aliases: dict = field(default_factory=dict)      # output position -> primal position
-    n_visible: int = 0                               # outputs the function returned; after
-    hidden: list = field(default_factory=list)       # them, (output, primal) new values of
-    #                                                  inputs modified in place, whose history
-    #                                                  the caller's tensor takes over
-    out_fn_names: list = field(default_factory=list)  # eager grad_fn name of each output
-    bumps: dict = field(default_factory=dict)        # primal position -> in-place op count
-    probed: set = field(default_factory=set)         # backward slots whose hooks run inside
+    effects: Effects             # what a call does besides its outputs (Plan.run applies it)
     captures: list = field(default_factory=list)     # tensors lifted from outside the arguments
     #                                                  (inputs after the arguments' tensors)
     device_constants: list = field(default_factory=list)  # tensors made on a device inside
@@ -96,7 +112,8 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozen
     tracer.lift = enter      # captured tensors enter the same way, after the arguments
     a, k = pytree.unflatten(tree, new_leaves)
     try:
-        with set_grad_enabled(grad_enabled), tracer, RandomWatch() as watch:
+        with set_grad_enabled(grad_enabled), tracer, paused_saved_hooks(), \
+                RandomWatch() as watch:
             result = fn(*a, **k)
             out_tree, out_leaves = pytree.flatten(result)
             # A captured tensor returned as it is: the caller gets that very tensor back.
@@ -126,7 +143,9 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozen
                     outs.append(tracer.var_of(t._data))
                     out_req.append(True)
                     out_names.append(t.grad_fn.name())
-        bumps = {i: t._vc.value for i, t in enumerate(inputs) if t._vc.value}
+        # NOTE: an input replaced without an in-place op (``x.data = ...``) is still
+        # written back, and counts as one.
+        bumps = {i: inputs[i]._vc.value or 1 for i, _ in writebacks}
         leaf_hooks = []
         for i, t in enumerate(inputs):
             if t._hooks:
@@ -143,7 +162,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozen
                        for j in req_out]
                 _name_cotangents(graph, [c._data for c in cts])
                 tracer.lift = None  # the backward adds no captures (it may not add inputs)
-                with tracer:        # hooks may read captured tensors: those are known now
+                with tracer, paused_saved_hooks():  # hooks may read captures: known now
                     gs = engine.grad([out_leaves[j] for j in req_out],
                                      [wrt[i] for i in req_in], grad_outputs=cts,
                                      retain_graph=True, allow_unused=True)
@@ -156,11 +175,12 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozen
         tracer.active = False
     _narrow_weak_inputs(graph, n_primals)
     constants = [(t, t._vc.value) for t in tracer.constants.values()]
+    effects = Effects(writebacks=tuple(writebacks), bumps=bumps, aliases=aliases,
+                      n_visible=n_visible, hidden=tuple(hidden), out_fn_names=tuple(out_names),
+                      leaf_hooks=tuple(leaf_hooks), probed=frozenset(probed))
     return Traced(graph=graph, n_primals=n_primals, n_fwd_eqns=n_fwd, outputs=outs,
                   out_tree=out_tree, out_requires_grad=out_req, grads=grads,
-                  cotangent_of=cot_of, writebacks=writebacks, leaf_hooks=leaf_hooks,
-                  aliases=aliases, n_visible=n_visible, hidden=hidden, out_fn_names=out_names,
-                  bumps=bumps, probed=probed, captures=list(tracer.captures),
+                  cotangent_of=cot_of, effects=effects, captures=list(tracer.captures),
                   device_constants=list(tracer.device_constants),
                   constants=constants, grad_reads=list(tracer.grad_reads),
                   executed=watch.executed)
@@ -169,7 +189,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozen
 def _narrow_weak_inputs(graph, n_primals):
     """A traced Python float that every use casts to one dtype (a float32 model's ``x *
     lr``) enters in that dtype: the caller rounds it as eager mode's ``np.asarray(lr,
-    float32)`` does (``runtime.Plan``), and the kernels read one dtype (the casts left
+    float32)`` does (``plan.Plan``), and the kernels read one dtype (the casts left
     behind are the identity), which keeps them on the llvmlite path."""
     from numgrad.ops.dispatch import to_dtype_prim  # the cast type promotion inserts
     cast = to_dtype_prim()
@@ -219,8 +239,7 @@ class OutputHooks:
         node = active_backward_node()
         if node is None:
             return None
-        from numgrad.autograd.engine import run_tensor_hooks
-        return run_tensor_hooks(node, self.slot, g, bypass=True)
+        return engine.run_tensor_hooks(node, self.slot, g, inside=True)
 
 
 def _probe_outputs_used_inside(graph, n_fwd, outs, out_leaves, req_out):

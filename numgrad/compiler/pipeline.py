@@ -135,7 +135,7 @@ def lower(fn, args, kwargs, *, grad_mode, remat, options, backend_for, weak=froz
     # Tensors the function made on a device count as where its values live, as captures do.
     backend = backend_for(traced.captures + traced.device_constants)
     grad = any(v is not None for v in traced.grads)
-    fwd, bwd, n_saved = autodiff(traced, grad, remat, [v for _, v in traced.writebacks])
+    fwd, bwd, n_saved = autodiff(traced, grad, remat, [v for _, v in traced.effects.writebacks])
     fwd_graph, bwd_graph = passes(fwd), passes(bwd)
     role = "fwd" if grad or not grad_mode else "fwd_nograd"
     fwd_prog = compile_graph(fwd_graph, backend, options.but(role=role))

@@ -43,7 +43,7 @@ FLOATS = (float, np.float64)
 
 class PlanCache(OrderedDict):
     """signature key -> Plan, least recently used first; ``fast`` is a second index
-    (the runtime's flat key for all-tensor calls) into the same plans."""
+    (the front door's flat key for all-tensor calls) into the same plans."""
 
     def __init__(self, max_plans=DEFAULT_MAX_PLANS):
         super().__init__()
@@ -59,7 +59,7 @@ class PlanCache(OrderedDict):
         self._modules = set()    # kernel modules this function's plans have used
         self.dynamic = {}        # tree -> leaf positions of floats traced as 0-d inputs
         self.fast_dynamic = {}   # n -> the same, for a call of n positional leaves (the
-        #                          runtime's fast key)
+        #                          front door's fast key)
         self._first = {}         # (tree, leaf position) -> key of the first float there
         self._constant = {}      # tree -> float positions the function needs as numbers
         self._noted_batch = False  # said that a DataLoader's other batch size compiled
@@ -157,7 +157,7 @@ class PlanCache(OrderedDict):
                 return 1
             names.update(mods)
         # (A program that moves to its threaded tier's modules reports them here too:
-        # runtime.Plan.late.)
+        # plan.Plan.late.)
         new = names - self._modules
         self._modules |= names
         TOTALS["compiles"] += bool(new)
@@ -239,7 +239,7 @@ class PlanCache(OrderedDict):
 
 def _positional_leaves(tree):
     """n for the tree of a call with n positional arguments, each a leaf, and no keywords
-    (the runtime's fast path keys those), else None."""
+    (the front door's fast path keys those), else None."""
     args, kwargs = tree.children
     if kwargs.children or any(c.kind != "leaf" for c in args.children):
         return None

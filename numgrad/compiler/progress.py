@@ -2,7 +2,7 @@
 
 Room: compiler. ``compiling(name)`` wraps the build of one plan, and each compile a plan
 makes later (its multi-threaded tier at the second call, the one-pass forward and
-backward of ``compiler.speculate``: ``runtime.Plan.late``); the CPU backend calls
+backward of ``compiler.speculate``: ``plan.Plan.late``); the CPU backend calls
 ``note(role, module, kernels)`` before it imports a generated module. A timer thread
 waits ``NUMGRAD_PROGRESS_DELAY`` seconds
 (default 1; ``NUMGRAD_PROGRESS=0`` silences it) and then prints what is being

@@ -63,7 +63,7 @@ class Speculation:
         """A Speculation for an eligible trace (one scalar output with a cotangent, no
         user hooks or random ops inside), else None."""
         enabled = config.get("NUMGRAD_SPECULATE")
-        if not enabled or len(tr.cotangent_of) != 1 or tr.probed or len(tr.outputs) != 1:
+        if not enabled or len(tr.cotangent_of) != 1 or tr.effects.probed or len(tr.outputs) != 1:
             return None
         ct = tr.graph.inputs[tr.n_primals]
         if int(np.prod(ct.shape)) != 1:

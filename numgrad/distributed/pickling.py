@@ -28,7 +28,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 
-from numgrad.compiler.runtime import CompiledFunction
+from numgrad.compiler.jit_function import CompiledFunction
 
 # How many rebuilt functions a process keeps (least recently used dropped): a worker
 # serves a few models, with a few shard shapes each, at a time.

@@ -245,3 +245,7 @@ def loop(ctx, prim, datas, params):
 def take_range(v, lo, hi):
     """Examples ``lo:hi`` of a physical value."""
     return evaluate(getitem_p, [v], {"index": (slice(lo, hi),)})
+
+
+# Indexing by integer tensors (gather, scatter_add, index_put_at): rules of their own file,
+# func.batching_index, which builds on this one and enters them here (func.vmap imports it).

@@ -16,6 +16,7 @@ import math
 
 from numgrad.autograd.forward_ad import detach_payload, lift_payload, next_depth
 import numgrad.func.batching as batching
+import numgrad.func.batching_index as _batching_index  # noqa: F401  (enters the index rules)
 from numgrad.autograd.graph import Node, edge_of
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor

@@ -5,7 +5,7 @@ passes its tensor inputs and its tensor outputs through an identity Function
 (``BackwardHookFunction``); a pre-hook on the outputs' node sees ``grad_output`` (and runs
 the module's backward pre-hooks), one on the inputs' node sees ``grad_input`` and runs the
 full backward hooks with both. Under ``@ng.jit`` these node pre-hooks become ``hook``
-equations of the plan (one gradient each: a module of one tensor input and one output).
+equations of the plan (``autograd.traced_hooks``), for any number of inputs and outputs.
 """
 from __future__ import annotations
 

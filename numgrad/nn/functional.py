@@ -9,6 +9,8 @@ import numgrad.ops as ops
 from numgrad.ops.conv import named as _named
 from numgrad.tensor import Tensor
 from numgrad.ops.index_check import check_targets as _check_targets
+from numgrad.ops import losses as _losses
+from numgrad.grad_mode import is_grad_enabled
 
 
 def relu(x, inplace=False) -> Tensor:
@@ -57,6 +59,9 @@ def mse_loss(input, target, reduction="mean") -> Tensor:
                       f"size ({input.shape}). This will likely lead to incorrect results due to "
                       "broadcasting. Please ensure they have the same size.", UserWarning,
                       stacklevel=2)
+    fused = _losses.mse_loss(input, target, reduction)
+    if fused is not None:
+        return fused
     d = input - target
     return _named(_reduce(d * d, reduction), "MseLossBackward0")
 
@@ -66,6 +71,12 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
     if not isinstance(target, Tensor) or target.dtype.name != "int64":
         raise RuntimeError("nll_loss: expected target to be an int64 (Long) tensor of class "
                            "indices")
+    if weight is not None and weight.requires_grad and is_grad_enabled():
+        raise RuntimeError("The function 'nll_loss_forward' is not differentiable with respect "
+                           "to argument 'weight'. This input cannot have requires_grad True.")
+    fused = _losses.nll_loss(input, target, weight, ignore_index, reduction)
+    if fused is not None:
+        return fused
     samples = target.shape  # what reduction="none" returns: one loss per target
     if input.ndim == 1:
         input, target = ops.unsqueeze(input, 0), ops.unsqueeze(target, 0)
@@ -190,6 +201,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     unknown ``reduction``.
     """
     _same_shape(input, target, "binary_cross_entropy")
+    if weight is None:
+        fused = _losses.binary_cross_entropy(input, target, False, reduction)
+        if fused is not None:
+            return fused
     log_x = ops.clamp(ops.log(input), min=-100.0)
     log_1mx = ops.clamp(ops.log(1 - input), min=-100.0)
     loss = -(target * log_x + (1 - target) * log_1mx)
@@ -208,6 +223,10 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     Raises ValueError when ``target``'s shape differs from ``input``'s.
     """
     _same_shape(input, target, "binary_cross_entropy_with_logits")
+    if weight is None and pos_weight is None:
+        fused = _losses.binary_cross_entropy(input, target, True, reduction)
+        if fused is not None:
+            return fused
     # log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)) without overflow.
     log_sig_neg = ops.log1p(ops.exp(-ops.abs(input))) + ops.relu(-input)
     if pos_weight is None:

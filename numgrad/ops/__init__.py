@@ -4,15 +4,12 @@ Room: ops. Imports tensor, dtypes, grad_mode and autograd.graph; never jit.
 ``REGISTRY`` maps primitive names to their ``Primitive`` (impl, shape rule,
 vjp rules, lowering); the functions below are the public spellings.
 """
-from numgrad.ops.registry import REGISTRY, Primitive, defop
+from numgrad.ops.registry import (REGISTRY, HELPERS, Primitive, Api, Helper, defop, register,
+                                  unregister)
 from numgrad.ops.dispatch import apply, evaluate, sum_to, broadcast_shapes
 from numgrad.ops.elementwise import where
-# The public spellings are documented functions over the primitives (ops.api).
-from numgrad.ops.api import (
-    neg, abs, sign, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, clone,
-    mul, div, maximum, minimum, eq, ne, lt, le, gt, ge,
-    logical_and, logical_or, logical_not, erf, log1p, expm1, remainder, fmod, hypot,
-)
+# The public spellings of the rows: documented functions generated from them (ops.api).
+from numgrad.ops.api import *  # noqa: F401,F403
 from numgrad.ops.reduction import sum, mean, amax, amin, max, min, argmax, argmin
 from numgrad.ops.layout import (
     reshape, view, flatten, squeeze, unsqueeze, permute, transpose, t, expand, broadcast_to,
@@ -23,7 +20,7 @@ from numgrad.ops.linalg import matmul, bmm
 from numgrad.ops.logical import all, any, equal
 from numgrad.ops.sorting import sort, argsort, topk
 from numgrad.ops.einsum import einsum
-from numgrad.ops.methods import pow, clamp, to, add, sub
+from numgrad.ops.methods import to
 from numgrad.ops import inplace  # noqa: F401  (registers fill/copy)
 from numgrad.ops import device_copy  # noqa: F401  (registers to_device)
 from numgrad.ops import structural  # registers detach and hook
@@ -35,6 +32,5 @@ from numgrad.ops.composites import (
     tril, triu, isclose, allclose,
 )
 
-divide, multiply, subtract, true_divide = div, mul, sub, div
 concatenate, concat = cat, cat
-clip = clamp
+

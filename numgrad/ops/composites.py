@@ -20,6 +20,7 @@ import numgrad.ops.layout as L
 import numgrad.ops.reduction as R
 import numgrad.ops.special as S
 from numgrad.ops.cumulative import cumsum_p, prod_p
+import numgrad.ops.losses as _losses
 from numgrad.ops.dispatch import shape_count
 from numgrad.ops.indexing import getitem, index_add_p, normalize_index
 from numgrad.ops.layout import _dim
@@ -259,13 +260,20 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     _tensor_arg(src, "scatter_add", "src")
     d = _dim(dim, builtins.max(input.ndim, 1))
     # The scatter runs as a host step on any device: a device index is read there too.
-    key = normalize_index(_gather_index(input.ndim, d, index.cpu()))
-    from numgrad.ops.indexing import _check_bounds
-    _check_bounds(input.shape, key)
+    # An index with no values yet (traced, or per example inside vmap) is a scatter_add_p
+    # operand, as getitem's is a gather's.
+    from numgrad.ops.indexing import _check_bounds, _stack_indices, scatter_add_p
+    key = normalize_index(_gather_index(
+        input.ndim, d, index.cpu() if tracing_hook.concrete(index._data) else index))
+    template, idx = _stack_indices(key)
+    if idx is None:
+        _check_bounds(input.shape, key)
     if src.shape != index.shape:
         src = getitem(src, tuple(slice(0, n) for n in index.shape))
     if src.dtype is not input.dtype:
         src = src.to(input.dtype)
+    if idx is not None:
+        return input + scatter_add_p(src, idx, shape=input.shape, index=template)
     return input + index_add_p(src, shape=input.shape, index=key)
 
 
@@ -456,6 +464,9 @@ def log_softmax(x, dim, dtype=None) -> Tensor:
     ``jax.nn.log_softmax``). Raises IndexError for a dim out of range."""
     if dtype is not None:
         x = x.to(dtype)
+    fused = _losses.log_softmax(x, dim)  # one node eagerly (LogSoftmaxBackward0)
+    if fused is not None:
+        return fused
     shifted, lse = _logsumexp_parts(x, dim)
     return shifted - lse
 

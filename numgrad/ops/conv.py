@@ -101,3 +101,119 @@ def col2im(g: Tensor, shape, kernel, stride, dilation) -> Tensor:
     """The adjoint of ``im2col``: windows ``g`` summed back into an array of ``shape``."""
     return col2im_p(g, shape=tuple(shape), kernel=tuple(kernel), stride=tuple(stride),
                     dilation=tuple(dilation))
+
+
+# ------------------------------------------------------------------ max pooling
+# Max pooling over an already padded input (padding reads -inf) as three primitives, each
+# a loop over the kernel's offsets in NumPy, instead of a chain of compare/where ops whose
+# gradients scatter each offset's view into zeros of the input's size (eager LeNet spent a
+# quarter of its kernel time there). The winner of a window is PyTorch's: an offset wins when
+# its value is greater than the running max or NaN, so a tie keeps the first offset in
+# row-major order and gets the whole gradient.
+#
+# - ``max_pool(x)``: the window maxima;
+# - ``max_pool_scatter(g, x)``: ``g`` routed to each window's winner (the vjp of max_pool);
+# - ``max_pool_gather(u, x)``: ``u`` read at each window's winner (the vjp of the scatter,
+#   whose vjp is the scatter again), so every order of derivative is covered.
+def _pool_views(a, kernel, stride, dilation, extent):
+    """The strided view of ``a`` read at each kernel offset, in row-major order."""
+    lead = (slice(None),) * (a.ndim - len(kernel))
+    for offs in itertools.product(*(range(k) for k in kernel)):
+        yield a[lead + tuple(slice(o * d, o * d + st * (e - 1) + 1, st)
+                             for o, d, st, e in zip(offs, dilation, stride, extent))]
+
+
+def _pool_max(x, kernel, stride, dilation, extent):
+    best = None
+    for view in _pool_views(x, kernel, stride, dilation, extent):
+        if best is None:
+            best = view.copy()
+        else:  # NaN propagates; on a tie np.maximum returns its second operand, the first max
+            np.maximum(view, best, out=best)
+    return best
+
+
+def _pool_hits(x, kernel, stride, dilation, extent):
+    """``(view, hit)`` per kernel offset of ``x``: ``hit`` marks the windows it wins."""
+    best = _pool_max(x, kernel, stride, dilation, extent)
+    views = _pool_views(x, kernel, stride, dilation, extent)
+    if np.isnan(best).any():  # the running rule itself: the last NaN of a window wins
+        win = np.zeros(best.shape, np.int16)
+        best = None
+        views = list(views)
+        for k, view in enumerate(views):
+            if best is None:
+                best = view.copy()
+                continue
+            take = view > best
+            take |= view != view
+            np.copyto(best, view, where=take)
+            np.copyto(win, k, where=take)
+        for k, view in enumerate(views):
+            yield view, win == k
+        return
+    free = np.ones(best.shape, bool)  # the first offset that equals the max wins
+    for view in views:
+        hit = view == best
+        hit &= free
+        free ^= hit
+        yield view, hit
+
+
+def _np_max_pool(x, kernel, stride, dilation, extent):
+    return _pool_max(x, kernel, stride, dilation, extent)
+
+
+def _np_max_pool_scatter(g, x, kernel, stride, dilation, extent):
+    dx = np.zeros(x.shape, g.dtype)
+    zero = np.zeros((), g.dtype)
+    hits = _pool_hits(x, kernel, stride, dilation, extent)
+    for (_, hit), view in zip(hits, _pool_views(dx, kernel, stride, dilation, extent)):
+        view += np.where(hit, g, zero)  # overlapping windows add up
+    return dx
+
+
+def _np_max_pool_gather(u, x, kernel, stride, dilation, extent):
+    res = None
+    hits = _pool_hits(x, kernel, stride, dilation, extent)
+    for (_, hit), view in zip(hits, _pool_views(u, kernel, stride, dilation, extent)):
+        res = np.where(hit, view, np.zeros((), u.dtype) if res is None else res)
+    return res
+
+
+_POOL = ("kernel", "stride", "dilation", "extent")
+
+
+def _pooled_shape(x, kernel, extent):
+    return tuple(x.shape[:x.ndim - len(kernel)]) + tuple(extent)
+
+
+max_pool_p = defop("max_pool", inputs=("x",), params=_POOL, impl=_np_max_pool,
+                   node="MaxPool2DWithIndicesBackward0",
+                   abstract=lambda x, kernel, stride, dilation, extent: (
+                       _pooled_shape(x, kernel, extent), x.dtype))
+max_pool_scatter_p = defop("max_pool_scatter", inputs=("g", "x"), params=_POOL,
+                           impl=_np_max_pool_scatter,
+                           abstract=lambda g, x, kernel, stride, dilation, extent: (
+                               tuple(x.shape), g.dtype))
+max_pool_gather_p = defop("max_pool_gather", inputs=("u", "x"), params=_POOL,
+                          impl=_np_max_pool_gather,
+                          abstract=lambda u, x, kernel, stride, dilation, extent: (
+                              _pooled_shape(x, kernel, extent), u.dtype))
+max_pool_p.defvjp(lambda g, x, kernel, stride, dilation, extent: max_pool_scatter_p(
+    g, x, kernel=kernel, stride=stride, dilation=dilation, extent=extent))
+max_pool_scatter_p.defvjp(lambda g, x, kernel, stride, dilation, extent: max_pool_gather_p(
+    g, x, kernel=kernel, stride=stride, dilation=dilation, extent=extent), None)
+max_pool_gather_p.defvjp(lambda g, x, kernel, stride, dilation, extent: max_pool_scatter_p(
+    g, x, kernel=kernel, stride=stride, dilation=dilation, extent=extent), None)
+
+
+def max_pool(x: Tensor, kernel, stride, dilation, extent) -> Tensor:
+    """The maxima of the windows of ``x`` (padded already; its last ``len(kernel)`` dims
+    are spatial), ``extent`` windows per spatial dim.
+
+    >>> max_pool(ng.tensor([[[1., 3., 2., 0.]]]), (2,), (2,), (1,), (2,))
+    tensor([[[3., 2.]]])
+    """
+    return max_pool_p(x, kernel=tuple(kernel), stride=tuple(stride), dilation=tuple(dilation),
+                      extent=tuple(extent))

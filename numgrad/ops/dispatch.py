@@ -28,7 +28,8 @@ import numgrad.dtypes as _dt
 import numgrad.tracing_hook as tracing_hook
 from numgrad.errors import TracingError, user_location
 import numgrad.autograd.anomaly as _anomaly
-from numgrad.autograd.graph import Node, SavedParam, SavedTensor, edge_of, _sequence
+from numgrad.autograd.graph import (Node, SavedParam, SavedTensor, accumulator_of,
+                                    _sequence)
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 from numgrad.size import broadcast_shapes  # noqa: F401  (ops.broadcast_shapes)
@@ -75,7 +76,14 @@ def evaluate(prim, datas, params):
             interp = getattr(d, "_ng_interpreter", None)
             if interp is not None:
                 return _innermost(datas, interp).process(prim, datas, params)
-    out = run_impl(prim, datas, params)
+    if prim.quiet and _set_fp is not None:  # run_impl, inlined: every eager op comes here
+        token = _set_fp(_QUIET_FP)
+        try:
+            out = prim.impl(*datas, **params)
+        finally:
+            _reset_fp(token)
+    else:
+        out = run_impl(prim, datas, params)
     if type(out) is _ndarray or hasattr(out, "_ng_device"):  # a device payload (to_device)
         return out
     return np.asarray(out)
@@ -199,18 +207,16 @@ def apply(prim, *args, **params):
                 vc = tensors[0]._vc
         elif _views.traced_is_view(tensors[0], prim, params):
             vc = tensors[0]._vc  # traced: a view where eager's NumPy would return one
-    out = None
+    node = None
     if prim.vjps is not None and is_grad_enabled():
         needed = _needed_inputs(prim, tensors)
         if needed:
             node = OpNode(prim, params, tensors, needed)
             if _anomaly.enabled:
                 _anomaly.record(node)
-            out = _make(out_data, node, vc)
-            if node._wants_out:
-                node._saved["out"] = SavedTensor(out, is_output=True)
-    if out is None:
-        out = _make(out_data, None, vc)
+    out = _make(out_data, node, vc)
+    if node is not None and node._wants_out:
+        node._saved["out"] = SavedTensor(out, is_output=True)
     if vc is not None:
         _views.record(out, tensors[0], prim, params)
     return out
@@ -270,10 +276,59 @@ def _shares(a, b):
 
 
 def _needed_inputs(prim, tensors):
+    """The indices of the inputs a node of ``prim`` computes a gradient for (they require
+    grad and, but for a variadic op, have a rule); spelled out for one and two inputs, the
+    common calls."""
     if prim.variadic:
         return tuple(i for i, t in enumerate(tensors) if t._requires_grad)
     rules = prim.vjps
+    if len(tensors) == 1:
+        return _FIRST if tensors[0]._requires_grad and rules[0] is not None else ()
+    if len(tensors) == 2:
+        a = tensors[0]._requires_grad and rules[0] is not None
+        if tensors[1]._requires_grad and rules[1] is not None:
+            return _BOTH if a else _SECOND
+        return _FIRST if a else ()
     return tuple(i for i, t in enumerate(tensors) if t._requires_grad and rules[i] is not None)
+
+
+_FIRST, _SECOND, _BOTH = (0,), (1,), (0, 1)
+_NO_EDGE = (None, 0)
+
+
+def _edge(t):
+    """``graph.edge_of`` inlined for the recording path."""
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t._requires_grad:
+        acc = t._accumulator
+        acc = acc() if acc is not None else None
+        return (acc if acc is not None else accumulator_of(t), 0)
+    return _NO_EDGE
+
+
+# (primitive, needed inputs) -> (((name, input index or -1 for a variadic list), ...),
+# wants_out): what a node saves, worked out from the rules once rather than per node.
+_SAVE_PLANS = {}
+
+
+def _save_plan(prim, needed):
+    names = prim.inputs
+    plan, seen, wants_out = [], set(), False
+    for i in (range(1) if prim.variadic else needed):
+        for n in prim.needs[i]:
+            if n == "out":
+                wants_out = True
+            elif n in seen:
+                continue
+            elif prim.variadic and n == names[0][1:]:
+                plan.append((n, -1))
+            elif n in names:
+                plan.append((n, names.index(n)))
+            seen.add(n)
+    result = _SAVE_PLANS[(prim, needed)] = (tuple(plan), wants_out)
+    return result
 
 
 class OpNode(Node):
@@ -282,35 +337,38 @@ class OpNode(Node):
     __slots__ = ("_prim", "_params", "_saved", "_shapes", "_dtypes", "_needed", "_wants_out")
 
     def __init__(self, prim, params, tensors, needed):
-        self.next_functions = tuple(
-            (t.grad_fn, t._output_nr) if t.grad_fn is not None else edge_of(t) for t in tensors)
+        # The hot path of every recorded op: one and two inputs spelled out, the save plan
+        # read from a cache (see docs/performance.md, eager speed).
+        if len(tensors) == 2:
+            a, b = tensors
+            da, db = a._data, b._data
+            self.next_functions = (_edge(a), _edge(b))
+            self._shapes = (da.shape, db.shape)
+            self._dtypes = (da.dtype, db.dtype)
+        elif len(tensors) == 1:
+            d = tensors[0]._data
+            self.next_functions = (_edge(tensors[0]),)
+            self._shapes = (d.shape,)
+            self._dtypes = (d.dtype,)
+        else:
+            self.next_functions = tuple([_edge(t) for t in tensors])
+            self._shapes = tuple([t._data.shape for t in tensors])
+            self._dtypes = tuple([t._data.dtype for t in tensors])
         self._seq = next(_sequence)
         self._pre_hooks = None
         self._retained = None
         self._prim = prim
         self._params = params
-        self._shapes = tuple(t._data.shape for t in tensors)
-        self._dtypes = tuple(t._data.dtype for t in tensors)
         self._needed = needed
+        plan, self._wants_out = _SAVE_PLANS.get((prim, needed)) or _save_plan(prim, needed)
         saved = {}
-        wants_out = False
-        rule_needs = prim.needs
-        names = prim.inputs
-        for i in (range(1) if prim.variadic else needed):
-            for n in rule_needs[i]:
-                if n == "out":
-                    wants_out = True
-                elif n in saved:
-                    continue
-                elif prim.variadic and n == names[0][1:]:
-                    saved[n] = [SavedTensor(t) for t in tensors]
-                elif n in names:
-                    saved[n] = SavedTensor(tensors[names.index(n)])
+        for n, i in plan:
+            saved[n] = (SavedTensor(tensors[i]) if i >= 0 else
+                        [SavedTensor(t) for t in tensors])
         if prim.saves is not None:
             for n in prim.saves(params):
                 saved[n] = SavedParam(params[n])
         self._saved = saved
-        self._wants_out = wants_out
 
     def name(self):
         return self._prim.node_name(self._params, self._shapes)

@@ -2,9 +2,10 @@
 
 Room: ops. Each ``defop`` is the single definition of an op: NumPy impl, vjp
 rules written in numgrad ops, and the scalar lowering template that the CPU and
-CUDA emitters share. Templates name helper functions (``exp``, ``sigmoid``...)
-that each backend provides; they are not Python's ``math`` module on purpose,
-so that a backend can substitute vectorisable implementations.
+CUDA emitters share. Templates name helper functions (``exp``, ``sigmoid``...) that
+the row carries (``helpers``: ``ops.scalar_helpers``) and each backend compiles; they are
+not Python's ``math`` module on purpose, so that a backend can substitute vectorisable
+implementations.
 """
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import numpy as np
 
 import numgrad.ops.late as _late
 from numgrad.ops.dispatch import apply
-from numgrad.ops.registry import Cost, defop
+import numgrad.ops.scalar_helpers as H
+import numgrad.ops.threshold as _threshold
+from numgrad.ops.registry import Api, Cost, defop
 from numgrad.tensor import Tensor
 
 E = "elementwise"
@@ -117,11 +120,12 @@ def _np_pow_scalar(x, exponent):
 HEAVY = 8
 
 
-def _floating(name, impl, pairs=None):
+def _floating(name, impl, doc, pairs=None):
     """A transcendental unary op with an always-floating result, lowered to the helper of
-    its name."""
+    its name; public as ``ng.<name>``, ``x.<name>()`` and ``x.<name>_()``."""
     return defop(name, inputs=("x",), impl=impl, kind=E, lowering=name + "({0})", floating=True,
-                 cost=Cost(weight=HEAVY, pairs=pairs))
+                 cost=Cost(weight=HEAVY, pairs=pairs), helpers=(getattr(H, name),),
+                 api=Api(doc=doc, inplace=True))
 
 
 # Scalar lowerings that depend on dtypes or params (see registry: ``scalar``).
@@ -195,29 +199,51 @@ def _pow_tensor_scalar(args, dt, params, spell):
 # ------------------------------------------------------------------ unary
 neg = defop("neg", inputs=("x",), impl=np.negative, kind=E, lowering="(-{0})",
             check=_refuse_bool(RuntimeError, "Negation, the `-` operator, on a bool tensor "
-                               "is not supported. " + _MASK_HINT), python_exact=True)
+                               "is not supported. " + _MASK_HINT), python_exact=True,
+            api=Api(doc="``-input`` (``torch.neg``, ``jax.numpy.negative``). Raises "
+                        "RuntimeError for bool.", inplace=True))
 abs_ = defop("abs", inputs=("x",), impl=np.abs, kind=E, lowering="abs({0})",
              check=_refuse_bool(NotImplementedError, '"abs_cpu" not implemented for \'Bool\''),
-             python_exact=True)
+             python_exact=True, helpers=(H.abs,),
+             api=Api(doc="``|input|`` (``torch.abs``, ``jax.numpy.abs``); the gradient at 0 is "
+                         "0.\nRaises NotImplementedError for bool, as PyTorch does.",
+                     inplace=True))
 sign = defop("sign", inputs=("x",), impl=_np_sign, kind=E, lowering="sign({0})",
-             scalar=_sign_scalar)
-exp, log, sqrt, tanh = (_floating(n, getattr(np, n)) for n in ("exp", "log", "sqrt", "tanh"))
-sin = _floating("sin", np.sin, pairs=("sincos", 0))  # both of one argument: one sincos
-cos = _floating("cos", np.cos, pairs=("sincos", 1))
-sigmoid = _floating("sigmoid", _np_sigmoid)
+             scalar=_sign_scalar, helpers=(H.sign,),
+             api=Api(doc="-1, 0 or 1 by the sign of each element (``torch.sign``); no gradient "
+                         "flows.", inplace=True))
+exp = _floating("exp", np.exp, "``e ** input`` (``torch.exp``, ``jax.numpy.exp``); int/bool "
+                "input gives float32.")
+log = _floating("log", np.log, "Natural logarithm (``torch.log``, ``jax.numpy.log``); nan below "
+                "0, -inf at 0.")
+sqrt = _floating("sqrt", np.sqrt, "Square root (``torch.sqrt``, ``jax.numpy.sqrt``); nan below 0.")
+tanh = _floating("tanh", np.tanh, "Hyperbolic tangent (``torch.tanh``, ``jax.numpy.tanh``).")
+sin = _floating("sin", np.sin, "Sine, in radians (``torch.sin``, ``jax.numpy.sin``).",
+                pairs=("sincos", 0))  # both of one argument: one sincos
+cos = _floating("cos", np.cos, "Cosine, in radians (``torch.cos``, ``jax.numpy.cos``).",
+                pairs=("sincos", 1))
+sigmoid = _floating("sigmoid", _np_sigmoid, "``1 / (1 + exp(-input))``, computed without "
+                    "overflow (``torch.sigmoid``,\n``jax.nn.sigmoid``).")
 relu = defop("relu", inputs=("x",), impl=_np_relu, kind=E, lowering="relu({0})",
-             scalar=_relu_scalar,
-             check=_refuse_bool(RuntimeError, "Boolean inputs not supported for relu"))
-clone = defop("clone", inputs=("x",), impl=np.copy, kind=E, lowering="{0}")
+             scalar=_relu_scalar, helpers=(H.relu,),
+             check=_refuse_bool(RuntimeError, "Boolean inputs not supported for relu"),
+             api=Api(doc="``max(input, 0)`` (``torch.relu``, ``jax.nn.relu``); the gradient at "
+                         "0 is 0.\nRaises RuntimeError for bool.", inplace=True))
+clone = defop("clone", inputs=("x",), impl=np.copy, kind=E, lowering="{0}",
+              api=Api(doc="A copy with its own storage that stays in the graph "
+                          "(``torch.clone``)."))
 to_dtype = defop("to_dtype", inputs=("x",), params=("dtype",), node="ToCopyBackward0",
                  impl=lambda x, dtype: x.astype(dtype), kind="pointwise",
                  abstract=lambda x, dtype: (x.shape, np.dtype(dtype)), lowering="cast",
                  scalar=_cast_scalar, cost=Cost(cheap=True))
 pow_scalar = defop("pow_scalar", inputs=("x",), params=("exponent",), node="PowBackward0",
                    impl=_np_pow_scalar, kind=E, lowering="pow_scalar({0}, {exponent})",
-                   scalar=_pow_scalar_scalar)
+                   scalar=_pow_scalar_scalar, helpers=(H.sqrt, H.power))
+_WRAPPED = "numgrad.ops.wrapped:"  # (hand-written public functions: ops.wrapped)
 clamp = defop("clamp", inputs=("x",), params=("min", "max"), node="ClampBackward1", impl=_np_clamp,
-              kind=E, lowering="clamp({0}, {min}, {max})", scalar=_clamp_scalar)
+              kind=E, lowering="clamp({0}, {min}, {max})", scalar=_clamp_scalar,
+              helpers=(H.clamp, H.clamp_min, H.clamp_max),
+              api=Api(wrapper=_WRAPPED + "clamp", names=("clamp", "clip"), inplace=True))
 
 neg.defvjp(lambda g: -g)
 abs_.defvjp(lambda g, x: g * sign(x))
@@ -229,7 +255,7 @@ sin.defvjp(lambda g, x: g * cos(x))
 cos.defvjp(lambda g, x: -(g * sin(x)))
 tanh.defvjp(lambda g, out: g * (1 - out * out))
 sigmoid.defvjp(lambda g, out: g * (out * (1 - out)))
-relu.defvjp(lambda g, out: where(out <= 0, 0, g))  # torch's threshold_backward: 1 at NaN
+relu.defvjp(lambda g, out: _relu_grad(g, out))  # torch's threshold_backward: 1 at NaN
 clone.defvjp(lambda g: g)
 to_dtype.defvjp(lambda g: g)  # the node casts back to the input's dtype
 _late.to_dtype = to_dtype  # (the dispatcher casts with it: ops.late)
@@ -251,7 +277,7 @@ def _np_pow_scalar_grad(dy, x, exponent):
 pow_scalar_grad = defop("pow_scalar_grad", inputs=("dy", "x"), params=("exponent",),
                         node="PowBackward0Backward0", impl=_np_pow_scalar_grad, kind=E,
                         lowering="pow_scalar_grad({0}, {1}, {exponent})",
-                        scalar=_pow_scalar_grad_scalar)
+                        scalar=_pow_scalar_grad_scalar, helpers=(H.sqrt, H.power))
 def _pow_scalar_grad_x_vjp(g, dy, x, exponent):
     # d/dx (dy * p * x**(p-1)) = p * (dy * (p-1) * x**(p-2)); zero (not 0 * inf) for p = 0.
     if exponent == 0:
@@ -288,19 +314,32 @@ clamp.defvjp(_clamp_vjp)
 
 # ----------------------------------------------------------------- binary
 add = defop("add", inputs=("x", "y"), impl=np.add, kind=E, lowering="({0} + {1})",
-            python_exact=True)
+            python_exact=True, api=Api(wrapper=_WRAPPED + "add", inplace=True))
 sub = defop("sub", inputs=("x", "y"), impl=np.subtract, kind=E, lowering="({0} - {1})",
-            check=_sub_check, python_exact=True)
+            check=_sub_check, python_exact=True,
+            api=Api(wrapper=_WRAPPED + "sub", names=("sub", "subtract"), inplace=True))
 mul = defop("mul", inputs=("x", "y"), impl=np.multiply, kind=E, lowering="({0} * {1})",
-            python_exact=True)
+            python_exact=True,
+            api=Api(doc="``input * other`` with broadcasting (``torch.mul``, "
+                        "``jax.numpy.multiply``).", names=("mul", "multiply"), inplace=True))
 div = defop("div", inputs=("x", "y"), impl=_np_div, kind=E, lowering="({0} / {1})",
-            python_exact=_divides_like_python)
+            python_exact=_divides_like_python,
+            api=Api(doc="``input / other``, true division (``torch.div``, ``jax.numpy.divide``); "
+                        "integer\noperands give float32.", names=("div", "divide", "true_divide"),
+                    inplace=True))
 pow_ = defop("pow", inputs=("x", "y"), impl=_np_pow, kind=E, node="PowBackward1",
-             lowering="power({0}, {1})", scalar=_pow_tensor_scalar, cost=Cost(weight=HEAVY))
+             lowering="power({0}, {1})", scalar=_pow_tensor_scalar, cost=Cost(weight=HEAVY),
+             helpers=(H.ipower, H.power),
+             api=Api(wrapper=_WRAPPED + "pow", inplace=True))  # (pow_scalar's too)
+_TIES = "nan-propagating; ties split the gradient evenly\n"
 maximum = defop("maximum", inputs=("x", "y"), impl=np.maximum, kind=E,
-                lowering="maximum({0}, {1})")
+                lowering="maximum({0}, {1})", helpers=(H.maximum,),
+                api=Api(doc=f"Elementwise maximum, {_TIES}(``torch.maximum``, "
+                            "``jax.numpy.maximum``)."))
 minimum = defop("minimum", inputs=("x", "y"), impl=np.minimum, kind=E,
-                lowering="minimum({0}, {1})")
+                lowering="minimum({0}, {1})", helpers=(H.minimum,),
+                api=Api(doc=f"Elementwise minimum, {_TIES}(``torch.minimum``, "
+                            "``jax.numpy.minimum``)."))
 
 add.defvjp(lambda g: g, lambda g: g)
 sub.defvjp(lambda g: g, lambda g: -g)
@@ -332,30 +371,40 @@ minimum.defvjp(lambda g, x, y: _share(g, x > y, x, y), lambda g, x, y: _share(g,
 
 # ------------------------------------------------------ comparisons (no grad)
 C = "compare"
-eq = defop("eq", inputs=("x", "y"), impl=np.equal, kind=C, lowering="({0} == {1})",
-           python_exact=True)
-ne = defop("ne", inputs=("x", "y"), impl=np.not_equal, kind=C, lowering="({0} != {1})",
-           python_exact=True)
-lt = defop("lt", inputs=("x", "y"), impl=np.less, kind=C, lowering="({0} < {1})",
-           python_exact=True)
-le = defop("le", inputs=("x", "y"), impl=np.less_equal, kind=C, lowering="({0} <= {1})",
-           python_exact=True)
-gt = defop("gt", inputs=("x", "y"), impl=np.greater, kind=C, lowering="({0} > {1})",
-           python_exact=True)
-ge = defop("ge", inputs=("x", "y"), impl=np.greater_equal, kind=C, lowering="({0} >= {1})",
-           python_exact=True)
+
+
+def _compare(name, impl, op):
+    return defop(name, inputs=("x", "y"), impl=impl, kind=C, lowering=f"({{0}} {op} {{1}})",
+                 python_exact=True,
+                 api=Api(doc=f"``input {op} other`` as a bool tensor (``torch.{name}``); never "
+                             "requires grad."))
+
+
+eq = _compare("eq", np.equal, "==")
+ne = _compare("ne", np.not_equal, "!=")
+lt = _compare("lt", np.less, "<")
+le = _compare("le", np.less_equal, "<=")
+gt = _compare("gt", np.greater, ">")
+ge = _compare("ge", np.greater_equal, ">=")
 logical_and = defop("logical_and", inputs=("x", "y"), impl=np.logical_and, kind=C,
-                    lowering="({0} and {1})")
+                    lowering="({0} and {1})",
+                    api=Api(doc="Elementwise AND of truth values (``torch.logical_and``); a "
+                                "bool tensor.", method=False))
 logical_or = defop("logical_or", inputs=("x", "y"), impl=np.logical_or, kind=C,
-                   lowering="({0} or {1})")
+                   lowering="({0} or {1})",
+                   api=Api(doc="Elementwise OR of truth values (``torch.logical_or``); a bool "
+                               "tensor.", method=False))
 logical_not = defop("logical_not", inputs=("x",), impl=np.logical_not, kind=C,
-                    lowering="(not {0})")
+                    lowering="(not {0})",
+                    api=Api(doc="Elementwise NOT of truth values (``torch.logical_not``); a "
+                                "bool tensor.", method=False))
 
 # ------------------------------------------------------------------- where
 _where = defop("where", inputs=("cond", "x", "y"), kind="pointwise", impl=np.where,
                abstract=lambda c, x, y: (np.broadcast_shapes(c.shape, x.shape, y.shape),
                                                   x.dtype),
-               lowering="({1} if {0} else {2})")
+               lowering="({1} if {0} else {2})",
+               api=Api(wrapper="numgrad.ops.elementwise:where", method=False))
 _where.defvjp(None, lambda g, cond: where(cond, g, 0), lambda g, cond: where(cond, 0, g))
 
 
@@ -377,3 +426,9 @@ def where(cond, x, y) -> Tensor:
     if y._data.dtype != rd:
         y = y.to(rd)
     return apply(_where, cond, x, y)
+
+
+def _relu_grad(g, out):
+    # Eagerly one kernel (ops.threshold); traced, the where the compiler fuses.
+    fused = _threshold.threshold_backward(g, out)
+    return fused if fused is not None else where(out <= 0, 0, g)

@@ -17,14 +17,21 @@ import numgrad.dtypes as _dt
 from numgrad.grad_mode import is_grad_enabled, no_grad
 from numgrad.tensor import Tensor
 
-# The top-level functions PyTorch gives ``out=`` that return one tensor.
+# The top-level functions PyTorch gives ``out=`` that return one tensor, besides the
+# registry rows whose ``api`` says ``out`` (``out_functions``).
 OUT_FUNCTIONS = (
-    "add", "sub", "mul", "div", "divide", "multiply", "subtract", "true_divide", "matmul",
-    "mm", "mv", "addmm", "baddbmm", "bmm", "pow", "neg", "abs", "sign", "exp", "log", "sqrt",
-    "sin", "cos", "tanh", "sigmoid", "erf", "log1p", "expm1", "remainder", "fmod", "hypot",
-    "maximum", "minimum", "clamp", "clip", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-    "logical_or", "logical_not", "where", "cat", "concat", "concatenate", "stack", "sum",
-    "mean", "amax", "amin", "cumsum", "prod", "gather", "index_select", "tril", "triu")
+    "matmul", "mm", "mv", "addmm", "baddbmm", "bmm", "cat", "concat", "concatenate", "stack",
+    "sum", "mean", "amax", "amin", "cumsum", "prod", "gather", "index_select", "tril", "triu")
+
+
+def out_functions() -> tuple:
+    """Every public function name that takes ``out=``."""
+    from numgrad.ops.registry import REGISTRY
+    rows = [n for p in REGISTRY.values() if p.api is not None and p.api.out
+            for n in p.api.names]
+    return OUT_FUNCTIONS + tuple(rows)
+
+
 # PyTorch's matrix products insist on an ``out`` of the result's own dtype.
 _EXACT_DTYPE = {"matmul", "mm", "mv", "addmm", "baddbmm", "bmm"}
 _SCALAR_NAME = {k: v.lower() for k, v in _dt.SCALAR_NAMES.items()}
@@ -40,6 +47,14 @@ def with_out(fn, name):
         if out is None:
             return fn(*args, **kwargs)
         return write_out(name, fn, args, kwargs, out)
+    try:  # help() and IDEs show out= too
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return call
+    if "out" not in sig.parameters and not any(
+            p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        call.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
+            "out", inspect.Parameter.KEYWORD_ONLY, default=None)])
     return call
 
 
@@ -127,6 +142,6 @@ def install(namespace: dict) -> None:
             names = renames(fn)
             if names:
                 namespace[name] = with_keywords(fn, names)
-    for name in OUT_FUNCTIONS:
+    for name in out_functions():
         if name in namespace:
             namespace[name] = with_out(namespace[name], name)

@@ -15,4 +15,3 @@ expand_p = None     # ops.layout: broadcasting a gradient back (reductions)
 reshape_p = None    # ops.layout
 index_put_p = None  # ops.indexing: writing through a getitem view
 is_advanced = None  # ops.indexing: whether an index is advanced (a copy, not a view)
-pow = None          # ops.methods: ng.pow, for np.power on tensors (ops.numpy_interop)

@@ -10,10 +10,8 @@ import numbers
 import numpy as np
 
 import numgrad.dtypes as _dt
-import numgrad.tracing_hook as tracing_hook
 from numgrad.grad_mode import no_grad
 import numgrad.ops.elementwise as E
-import numgrad.ops.late as _late
 import numgrad.ops.reduction as R
 import numgrad.ops.layout as L
 import numgrad.ops.indexing as I
@@ -27,6 +25,9 @@ import numgrad.ops.sorting as sorting
 import numgrad.ops.keywords as keywords
 import numgrad.ops.new_tensors as new_tensors
 import numgrad.ops.products as products
+import numgrad.ops.exposure as exposure
+from numgrad.ops.registry import REGISTRY
+from numgrad.ops.wrapped import pow
 from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device
@@ -57,51 +58,6 @@ def _binary(prim, reflected=False):
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
              "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&", "logical_or": "|",
              "remainder": "%", "fmod": "fmod"}
-
-
-def pow(x, exponent) -> Tensor:
-    """``x ** exponent`` for a tensor or number exponent (and ``number ** tensor``)
-    (``torch.pow``, ``jax.numpy.power``). Raises RuntimeError for an integer tensor to a
-    negative integer power."""
-    # A number exponent is a parameter of the kernel: a traced Python float cannot be one.
-    if tracing_hook.capture is not None:
-        exponent = tracing_hook.as_number(exponent)
-    if isinstance(x, Tensor) and isinstance(exponent, numbers.Number) and \
-            not isinstance(exponent, bool):
-        if isinstance(exponent, float) and not x.dtype.is_floating_point:
-            x = x.to(_dt.default_float)
-        elif exponent < 0 and not x.dtype.is_floating_point:
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        return E.pow_scalar(x, exponent=exponent)
-    return E.pow_(x, exponent)
-
-
-_late.pow = pow  # (np.power on tensors runs it: ops.numpy_interop, below this module)
-
-
-def _scaled(other, alpha, name):
-    if alpha == 1:
-        return other
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Number):
-        raise TypeError(f"{name}(): argument 'alpha' must be a Number, not "
-                        f"{type(alpha).__name__}")
-    return other * alpha
-
-
-def add(input: Tensor, other, *, alpha=1) -> Tensor:
-    """``input + alpha * other`` (``torch.add``); broadcasting and type promotion as for ``+``.
-
-    Raises RuntimeError when the shapes do not broadcast.
-    """
-    return E.add(input, _scaled(other, alpha, "add"))
-
-
-def sub(input: Tensor, other, *, alpha=1) -> Tensor:
-    """``input - alpha * other`` (``torch.sub``).
-
-    Raises RuntimeError when the shapes do not broadcast or both operands are bool.
-    """
-    return E.sub(input, _scaled(other, alpha, "sub"))
 
 
 def _rpow(self, other):
@@ -191,32 +147,6 @@ def _softmax(self, dim) -> Tensor:
 def _log_softmax(self, dim) -> Tensor:
     """``ng.log_softmax(self, dim)`` (``torch.Tensor.log_softmax``)."""
     return C.log_softmax(self, dim)
-
-
-def _clamp(self, min=None, max=None) -> Tensor:
-    """``clamp(self, min, max)`` (``torch.Tensor.clamp``); see ``ng.clamp``."""
-    return clamp(self, min, max)
-
-
-def clamp(x, min=None, max=None) -> Tensor:
-    """Limit values to ``[min, max]`` (either may be None); no gradient where clipped
-    (``torch.clamp``, ``jax.numpy.clip``). Raises RuntimeError when both are None."""
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    # Number bounds are parameters of the kernel (maximum/minimum would differ at -0 and
-    # ties): a traced Python float cannot be one.
-    if tracing_hook.capture is not None:
-        min, max = tracing_hook.as_number(min), tracing_hook.as_number(max)
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = x
-        if min is not None:
-            out = E.maximum(out, min)
-        if max is not None:
-            out = E.minimum(out, max)
-        return out
-    if not x.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
-        x = E.to_dtype(x, dtype=_dt.default_float.np)  # torch: int clamped to 2.5 is float
-    return E.clamp(x, min=min, max=max)
 
 
 def _inplace_binary(prim):
@@ -321,28 +251,6 @@ def _cuda(self, device=None):
     return to(self, device or "cuda")
 
 
-def _add_(self, other, alpha=1):
-    """In-place ``self += alpha * other`` (``torch.Tensor.add_``)."""
-    return apply_inplace(self, add, other, alpha=alpha)
-
-
-def _sub_(self, other, alpha=1):
-    """In-place ``self -= alpha * other`` (``torch.Tensor.sub_``)."""
-    return apply_inplace(self, sub, other, alpha=alpha)
-
-
-def _pow_(self, exponent):
-    """In-place ``self **= exponent`` (``torch.Tensor.pow_``)."""
-    if isinstance(exponent, np.ndarray):
-        exponent = as_constant(exponent)
-    return apply_inplace(self, pow, exponent)
-
-
-def _clamp_(self, min=None, max=None):
-    """In-place ``clamp`` (``torch.Tensor.clamp_``)."""
-    return apply_inplace(self, clamp, min, max)
-
-
 _METHODS = {
     # operators
     "__add__": _binary(E.add), "__radd__": _binary(E.add, True),
@@ -358,12 +266,9 @@ _METHODS = {
     "__invert__": _invert, "__getitem__": _getitem, "__setitem__": _setitem,
     "__mod__": _binary(SP.remainder), "__rmod__": _binary(SP.remainder, True),
     # arithmetic and elementwise functions: the public function, tensor first
-    "add": add, "sub": sub, "pow": pow, "matmul": linalg.matmul,
-    "clamp": _clamp, "clip": _clamp, "softmax": _softmax, "log_softmax": _log_softmax,
-    **{n: getattr(api, n) for n in (
-        "mul", "div", "neg", "abs", "sign", "exp", "log", "sqrt", "sin", "cos", "tanh",
-        "sigmoid", "relu", "maximum", "minimum", "clone", "log1p", "expm1", "erf", "remainder",
-        "fmod", "eq", "ne", "lt", "le", "gt", "ge")},
+    "matmul": linalg.matmul, "softmax": _softmax, "log_softmax": _log_softmax,
+    # every registry row with an api: its method and in-place variant (ops.exposure)
+    **exposure.methods(REGISTRY.values(), api.FUNCTIONS),
     # reductions
     "sum": R.sum, "mean": R.mean, "amax": R.amax, "amin": R.amin, "max": R.max, "min": R.min,
     "argmax": R.argmax, "argmin": R.argmin,
@@ -380,21 +285,14 @@ _METHODS = {
         ("byte", "uint8", "long"), ("half", "float16", "float"),
         ("bfloat16", "bfloat16", "float"))},
     # in-place
-    "add_": _add_, "sub_": _sub_, "pow_": _pow_, "__ipow__": _pow_, "clamp_": _clamp_,
-    "mul_": _inplace_binary(E.mul), "div_": _inplace_binary(E.div),
     "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
     # `t += o` is in place, as in PyTorch (same version bump, same leaf error).
     "__iadd__": _inplace_binary(E.add), "__isub__": _inplace_binary(E.sub),
     "__imod__": _inplace_binary(SP.remainder),
 }
-_METHODS.update({"__imul__": _METHODS["mul_"], "__itruediv__": _METHODS["div_"]})
-_UNARY_INPLACE = {"exp": E.exp, "log": E.log, "sqrt": E.sqrt, "sin": E.sin, "cos": E.cos,
-                  "tanh": E.tanh, "sigmoid": E.sigmoid, "abs": E.abs_, "neg": E.neg,
-                  "sign": E.sign, "relu": E.relu, "log1p": SP.log1p, "expm1": SP.expm1,
-                  "erf": SP.erf}
-_METHODS.update({name + "_": _inplace(fn, name + "_") for name, fn in _UNARY_INPLACE.items()})
+_METHODS.update({"__imul__": _METHODS["mul_"], "__itruediv__": _METHODS["div_"],
+                 "__ipow__": _METHODS["pow_"]})
 _METHODS.update({
-    "remainder_": _inplace(SP.remainder, "remainder_"), "fmod_": _inplace(SP.fmod, "fmod_"),
     "var": C.var, "std": C.std, "norm": C.norm, "prod": C.prod, "cumsum": C.cumsum,
     "flip": C.flip, "roll": C.roll, "index_select": C.index_select, "gather": C.gather,
     "scatter_add": C.scatter_add, "scatter_add_": _inplace(C.scatter_add, "scatter_add_"),
@@ -438,3 +336,4 @@ def install():
 
 
 install()
+exposure.follow_registry()  # rows registered from now on (ops.register) are public at once

@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 
-import numgrad.ops.late as _late
+import numgrad.ops.wrapped as wrapped
 from numgrad.tensor import Tensor
 
 
@@ -43,7 +43,7 @@ def _table():
     import numgrad.ops.linalg as linalg
     table = {
         np.add: E.add, np.subtract: E.sub, np.multiply: E.mul, np.true_divide: E.div,
-        np.power: _late.pow, np.maximum: E.maximum, np.minimum: E.minimum,
+        np.power: wrapped.pow, np.maximum: E.maximum, np.minimum: E.minimum,
         np.negative: E.neg, np.absolute: E.abs_, np.sign: E.sign, np.exp: E.exp,
         np.log: E.log, np.sqrt: E.sqrt, np.sin: E.sin, np.cos: E.cos, np.tanh: E.tanh,
         np.equal: E.eq, np.not_equal: E.ne, np.less: E.lt, np.less_equal: E.le,

@@ -47,9 +47,15 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
 - ``scalar(args, dtype, params, spell) -> str``: the scalar lowering, an expression over
   the operand expressions ``args`` for an ``dtype`` result; ``spell`` is the backend's
   ``lit(value, dtype)`` / ``cast(expr, dtype)``. Defaults to filling the ``lowering``
-  template. It names helpers of ``compiler.backends.cpu.scalar`` and reads the same in
-  ``numba.njit`` and ``numba.cuda.jit`` code.
+  template. It calls only the helpers the row carries (``helpers``) and reads the same
+  in ``numba.njit`` and ``numba.cuda.jit`` code.
   ``reduce``: a ``Reduction`` (combine, identity, mean).
+- ``helpers``: the ``Helper`` rows of the scalar functions its lowering calls (``exp``,
+  ``clamp_min``...): each backend builds its kernels' helper namespace from them
+  (``numba.njit`` on the CPU, CUDA device functions), so no backend keeps a list.
+- ``api``: an ``Api``, how the op is public: the functions ``ng.<name>`` and
+  ``ng.ops.<name>`` (generated into ``ops.api`` with a real signature and this docstring),
+  the ``Tensor`` method, the in-place ``x.<name>_()`` and ``out=``. None: internal.
 - ``cost``: a ``Cost``: ``weight``, rough cost of one element in simple-op units
   (transcendentals 8), for the parallel cut; ``cheap``, recomputing it in the backward
   beats saving it (default: the elementwise and compare kinds); ``pairs``,
@@ -66,6 +72,10 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
   comparisons, or ``python_exact(operands) -> bool`` (division: by a nonzero Python
   number only, since Python raises ZeroDivisionError). Any other op on such floats keeps
   the argument a constant (``ops.dispatch``).
+
+``register(name, vjp=(...), **fields)`` is ``defop`` plus ``defvjp`` in one call, the
+public extension point (``ng.ops.register``); ``unregister(name)`` takes a row back out,
+with its public functions, methods and helpers.
 
 ``defvjp`` takes one rule per input, in order (``None``: no gradient flows to
 that input). A rule takes the incoming gradient ``g`` (a Tensor) and asks for
@@ -86,12 +96,76 @@ done once, by the node (``ops.dispatch.OpNode``), not in each rule.
 """
 from __future__ import annotations
 
+import ast
 import inspect
+import re
 from dataclasses import dataclass, field, replace
 
 from numgrad.ops.dispatch import apply
 
 REGISTRY: dict[str, "Primitive"] = {}
+# name -> Helper: every scalar helper some row's lowering calls (rows add theirs).
+HELPERS: dict[str, "Helper"] = {}
+# Called as fn(prim, added) when a row comes (added=True) or goes: the helper namespaces
+# of the backends and the public spellings (ops.exposure) follow the registry this way.
+_LISTENERS: list = []
+
+
+@dataclass(frozen=True, eq=False)
+class Helper:
+    """A scalar function that lowerings call by ``name``, in ``numba.njit`` and
+    ``numba.cuda.jit`` kernels alike.
+
+    ``body``: plain Python over ``math`` (both backends compile it, inlined; None: a Python
+    builtin Numba knows, such as ``abs``); ``cpu`` / ``cuda``: the body where a backend's
+    differs (a CUDA body reads ``math``, which Numba's simulator swaps for IEEE NumPy);
+    ``llvm``: how ``backends.cpu.llvm.body`` writes it in a long loop body: ``"ir"`` (its
+    own IR version there), ``"vmath"`` (llvm.vmath's vector polynomial) or ``"numba"`` (on
+    purpose: a body that calls it stays a Numba loop). A helper without ``llvm`` is an
+    error when a long loop body calls it, not a silent fallback.
+    """
+    name: str
+    body: object
+    cpu: object = None
+    cuda: object = None
+    llvm: str = None
+
+    def __post_init__(self):
+        if self.llvm not in (None, "ir", "vmath", "numba"):
+            raise ValueError(f"helper {self.name!r}: llvm must be 'ir', 'vmath' or 'numba', "
+                             f"not {self.llvm!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Api:
+    """How a row is public (``Primitive.api``): ``doc`` is the docstring of its function;
+    ``names`` the functions (``ng.<name>``, ``ng.ops.<name>``; default: the row's name,
+    the first one canonical, the rest aliases); ``args`` their parameter names (default
+    ``input`` or ``input, other``); ``method``: also ``Tensor.<name>`` for each name;
+    ``inplace``: also ``Tensor.<name>_`` (writes into the tensor, bumps its version);
+    ``out``: ``out=``, as PyTorch's function takes it. ``wrapper``: ``"module:function"``,
+    a hand-written function that does real work (keywords such as ``alpha=``, dtype
+    handling, one function over two rows), exposed instead of a generated one (its own
+    docstring and signature)."""
+    doc: str = None
+    wrapper: str = None
+    names: tuple = ()
+    args: tuple = None
+    method: bool = True
+    inplace: bool = False
+    out: bool = True
+
+    def __post_init__(self):
+        if (self.doc is None) == (self.wrapper is None):
+            raise TypeError("Api takes a doc (for a generated function) or a wrapper, not both")
+
+
+def subscribe(fn):
+    """Call ``fn(prim, added)`` for every row there is and every row to come or go."""
+    _LISTENERS.append(fn)
+    for prim in list(REGISTRY.values()):
+        fn(prim, True)
+    return fn
 
 
 class Reduction:
@@ -112,7 +186,13 @@ class Reduction:
 def _template(lowering):
     def scalar(args, dtype, params, spell):
         return lowering.format(*args, **params)
+    scalar.template = lowering
     return scalar
+
+
+def _template_of(prim):
+    """``prim.scalar`` when it fills the ``lowering`` template, else None."""
+    return prim.scalar if getattr(prim.scalar, "template", None) == prim.lowering else None
 
 
 def identity_lowering(args, dtype, params, spell):
@@ -157,6 +237,8 @@ class Primitive:
     effects: tuple = ()
     broadcasts: bool = False  # output = input broadcast: never folded into a big const
     jit: bool = True         # False: @ng.jit refuses it (a TracingError)
+    helpers: tuple = ()      # the Helper rows its lowering calls
+    api: Api = None          # how it is public (None: internal)
     variadic: bool = field(init=False)
     vjps: tuple = field(init=False, default=None)  # one rule per input; None: no gradient
     needs: tuple = field(init=False, default=())   # per rule, the names it asks for
@@ -172,6 +254,9 @@ class Primitive:
         set_("inputs", tuple(self.inputs))
         set_("params", tuple(self.params))
         set_("effects", tuple(self.effects))
+        set_("helpers", tuple(self.helpers))
+        if self.api is not None and not self.api.names:
+            set_("api", replace(self.api, names=(self.name,)))
         set_("variadic", len(self.inputs) == 1 and self.inputs[0].startswith("*"))
         pointwise = self.kind in POINTWISE
         if self.scalar is None and pointwise and self.lowering is not None:
@@ -191,6 +276,11 @@ class Primitive:
         expected = 1 if self.variadic else len(self.inputs)
         if len(rules) != expected:
             raise TypeError(f"{self.name} takes {expected} vjp rule(s), got {len(rules)}")
+        reserved = {"out", "shapes", "dtypes"} & set(self.inputs)
+        if reserved:  # a rule's `out` is the saved output: an input so named would be shadowed
+            raise ValueError(f"primitive {self.name!r}: input name(s) {sorted(reserved)} are "
+                             "reserved for what vjp rules read (the output, all shapes, all "
+                             "dtypes); rename the input")
         known = set(self.inputs) | set(self.params) | {"out", "shapes", "dtypes"}
         known |= {f"{n}_shape" for n in self.inputs} | {f"{n}_dtype" for n in self.inputs}
         if self.variadic:
@@ -225,6 +315,28 @@ class Primitive:
         return f"Primitive({self.name})"
 
 
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+
+
+def _check_template(prim):
+    """A lowering template may call only the helpers its row carries: a name no row
+    defines would reach a kernel as an undefined global."""
+    if prim.lowering is None or prim.kind not in POINTWISE or (
+            prim.scalar is not _template_of(prim)):
+        return  # a row's own ``scalar`` is checked where a backend builds it
+    try:
+        tree = ast.parse(_PLACEHOLDER.sub("_", prim.lowering), mode="eval")
+    except SyntaxError:
+        return  # a tag, not an expression ("cast", "expand"): its ``scalar`` spells it
+    carried = {h.name for h in prim.helpers}
+    called = {n.func.id for n in ast.walk(tree)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    if called - carried:
+        raise ValueError(f"primitive {prim.name!r}: its lowering {prim.lowering!r} calls "
+                         f"{sorted(called - carried)}, which it does not carry: give each a "
+                         "Helper row (helpers=(Helper(name, body, ...),))")
+
+
 def defop(name, **fields) -> Primitive:
     """Register the primitive ``name`` (its fields by keyword: see the module docstring)."""
     if name in REGISTRY:
@@ -235,5 +347,60 @@ def defop(name, **fields) -> Primitive:
     if fields.get("node") is None:
         fields["node"] = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
     prim = Primitive(name=name, **fields)
+    _check_template(prim)
+    for h in prim.helpers:
+        if not isinstance(h, Helper):
+            raise TypeError(f"primitive {name!r}: helpers must be Helper rows, not {h!r}")
+        old = HELPERS.get(h.name)
+        if old is not None and old is not h:
+            raise ValueError(f"primitive {name!r}: a different helper {h.name!r} is "
+                             "registered already")
+    for h in prim.helpers:
+        HELPERS[h.name] = h
     REGISTRY[name] = prim
+    try:
+        for fn in _LISTENERS:
+            fn(prim, True)
+    except Exception:  # (a public name taken already): the registry as it was
+        unregister(name)
+        raise
     return prim
+
+
+def register(name, *, vjp=None, **fields) -> Primitive:
+    """Define an op in one place: its row (``defop``'s fields by keyword), its derivative
+    rules (``vjp``: one per input, as ``defvjp`` takes them) and, with ``api=Api(...)``,
+    its public function, ``Tensor`` method and in-place variant. The backends' helper
+    namespaces pick up its ``helpers``. Undo with ``unregister(name)``.
+
+    >>> import numgrad as ng
+    >>> from numgrad.ops import Api, Helper, register, unregister
+    >>> def cube(x):
+    ...     return x * x * x
+    >>> cube_op = register("cube", inputs=("x",), impl=lambda x: x ** 3, kind="elementwise",
+    ...                    lowering="cube({0})", helpers=(Helper("cube", cube, llvm="numba"),),
+    ...                    api=Api(doc="x ** 3"), vjp=(lambda g, x: g * 3 * x * x,))
+    >>> ng.cube(ng.tensor([2.0]))
+    tensor([8.])
+    >>> unregister("cube")
+    """
+    prim = defop(name, **fields)
+    if vjp is not None:
+        try:
+            prim.defvjp(*vjp)
+        except Exception:  # a refused rule leaves no half-registered row behind
+            unregister(name)
+            raise
+    return prim
+
+
+def unregister(name) -> None:
+    """Take the row ``name`` out of the registry, with its public spellings and the
+    helpers no other row calls (a test's op, registered for the test only)."""
+    prim = REGISTRY.pop(name)
+    used = {h.name for p in REGISTRY.values() for h in p.helpers}
+    for h in prim.helpers:
+        if h.name not in used and HELPERS.get(h.name) is h:
+            del HELPERS[h.name]
+    for fn in reversed(_LISTENERS):  # (a helper still in HELPERS is still called)
+        fn(prim, False)

@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from numgrad.ops.registry import defop
+import numgrad.ops.scalar_helpers as H
+from numgrad.ops.registry import Api, defop
 import numgrad.ops.elementwise as E
 
 _erf_vec = np.vectorize(math.erf, otypes=[np.float64])
@@ -45,19 +46,33 @@ def _fmod_scalar(args, dt, params, spell):
 
 
 erf = defop("erf", inputs=("x",), impl=_np_erf, kind=_EW, lowering="erf({0})", floating=True,
-            scalar=_erf_scalar)
+            scalar=_erf_scalar, helpers=(H.erf,),
+            api=Api(doc="The error function (``torch.erf``, ``jax.scipy.special.erf``).",
+                    inplace=True))
 log1p = defop("log1p", inputs=("x",), impl=np.log1p, kind=_EW, lowering="log1p({0})",
-              floating=True)
+              floating=True, helpers=(H.log1p,),
+              api=Api(doc="``log(1 + input)``, exact for small inputs (``torch.log1p``, "
+                          "``jax.numpy.log1p``).", inplace=True))
 expm1 = defop("expm1", inputs=("x",), impl=np.expm1, kind=_EW, lowering="expm1({0})",
-              floating=True)
+              floating=True, helpers=(H.expm1,),
+              api=Api(doc="``exp(input) - 1``, exact for small inputs (``torch.expm1``, "
+                          "``jax.numpy.expm1``).", inplace=True))
 remainder = defop("remainder", inputs=("x", "y"), impl=_np_remainder, kind=_EW,
-                  lowering="remainder({0}, {1})", node="RemainderBackward0")
+                  lowering="remainder({0}, {1})", node="RemainderBackward0",
+                  helpers=(H.remainder,),
+                  api=Api(doc="Python's ``%``: the remainder takes the divisor's sign "
+                              "(``torch.remainder``,\n``jax.numpy.remainder``).", inplace=True))
 fmod = defop("fmod", inputs=("x", "y"), impl=_np_fmod, kind=_EW, lowering="fmod({0}, {1})",
-             scalar=_fmod_scalar, node="FmodBackward0")
-# Adding an elementwise op is this one row (and its vjp): eager, tracer, autodiff and every
-# kernel backend read it; the kernels call the ``hypot`` helper of backends.cpu.scalar.
+             scalar=_fmod_scalar, node="FmodBackward0", helpers=(H.ffmod, H.fmod),
+             api=Api(doc="C's ``fmod``: the remainder takes the dividend's sign (``torch.fmod``,"
+                         "\n``jax.numpy.fmod``).", inplace=True))
+# Adding an elementwise op is this one row (and its vjp): eager, tracer, autodiff, every
+# kernel backend (they compile its ``hypot`` helper) and the public ng.hypot read it.
 hypot = defop("hypot", inputs=("x", "y"), impl=np.hypot, kind=_EW, lowering="hypot({0}, {1})",
-              floating=True)
+              floating=True, helpers=(H.hypot,),
+              api=Api(doc="``sqrt(input**2 + other**2)`` without overflow or underflow in the "
+                          "squares\n(``torch.hypot``, ``jax.numpy.hypot``); integer operands "
+                          "are computed as floats.", method=False))
 hypot.defvjp(lambda g, x, out: g * (x / out), lambda g, y, out: g * (y / out))
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)

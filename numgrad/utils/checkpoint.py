@@ -17,7 +17,7 @@ import warnings
 import numgrad.creation as creation
 from numgrad.autograd import engine
 from numgrad.autograd.function import Function
-from numgrad.autograd.graph import saved_tensors_hooks
+from numgrad.autograd.graph import trace_time_hooks
 from numgrad.grad_mode import enable_grad, is_grad_enabled, no_grad
 from numgrad.tensor import Tensor
 
@@ -129,14 +129,14 @@ def _non_reentrant(function, args, kwargs, preserve, context_fn, check):
 
         _, recompute_ctx = context_fn()
         with rng.replay(), enable_grad(), recompute_ctx, \
-                saved_tensors_hooks(keep, _never_unpacked), _annotated():
+                trace_time_hooks(keep, _never_unpacked), _annotated():
             function(*args, **kwargs)
         if check:
             _check_same(shapes, got)
         recomputed[:] = got
 
     forward_ctx, _ = context_fn()
-    with forward_ctx, saved_tensors_hooks(pack, unpack):
+    with forward_ctx, trace_time_hooks(pack, unpack):
         return function(*args, **kwargs)
 
 

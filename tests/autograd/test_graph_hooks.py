@@ -208,18 +208,6 @@ def test_hooks_inside_jit_are_called_at_run_time_with_real_gradients():
 
 
 @ng.jit
-def jit_post_hook(x):
-    y = x * 2
-    y.grad_fn.register_hook(lambda gi, go: None)
-    return y.sum()
-
-
-def test_node_post_hook_inside_jit_is_refused_clearly():
-    with pytest.raises(ng.errors.TracingError, match="register_hook inside @ng.jit"):
-        jit_post_hook(ng.tensor(X, requires_grad=True))
-
-
-@ng.jit
 def jit_square_sum(x):
     return (x * x).sum()
 

@@ -48,7 +48,22 @@ EXEMPT = {
     "to_device": "a copy between devices (tests/compiler/backends/cuda)",
     "im2col": "data movement (NumPy step)", "col2im": "NumPy step (adds, exact in order)",
     "named": "the identity at run time (ops.conv)",
+    "log_softmax": "eager only: traced, it decomposes (ops.losses)",
+    "nll_loss": "eager only (ops.losses)", "nll_loss_backward": "eager only (ops.losses)",
+    "log_softmax_backward": "eager only (ops.losses)",
+    "threshold_backward": "eager only: relu's backward (ops.threshold)",
+    "mse_loss": "eager only (ops.losses)", "binary_cross_entropy": "eager only (ops.losses)",
+    "binary_cross_entropy_with_logits": "eager only (ops.losses)",
 }
+# The fused recurrent cells and their gradients: NumPy steps, the same impl in both modes
+# (tests/ops/test_recurrent.py).
+EXEMPT.update(dict.fromkeys(
+    ("lstm_cell_c", "lstm_cell_h", "lstm_cell_c_grad_gates", "lstm_cell_c_grad_c",
+     "lstm_cell_h_grad_gates", "lstm_cell_h_grad_c", "gru_cell", "gru_cell_grad_gi",
+     "gru_cell_grad_gh", "gru_cell_grad_h", "lstm_layer", "lstm_layer_grad"),
+    "NumPy step (ops.recurrent)"))
+EXEMPT.update(dict.fromkeys(("max_pool", "max_pool_scatter", "max_pool_gather"),
+                            "NumPy step (ops.conv; tests/nn/test_nn_conv_pool.py)"))
 EXPONENTS = (0, 1, 2, 3, -1, -2, 0.5, -0.5, 1.5, 2.5, -1.5, 0.25)
 CLAMPS = ((0.0, None), (None, 0.0), (-1.0, 1.0), (0.0, 0.0), (-0.0, None))
 REDUCTIONS = ("sum", "mean", "amax", "amin")

@@ -40,7 +40,7 @@ CASES = {
     "basic_index": lambda x: x[1, 1:3] * x[:, None, 0],
     "arg_reductions": lambda x: x.argmax(dim=1) + x.argmin(dim=0).sum(),
     "cumsum_argsort": lambda x: x.cumsum(1) + x.argsort(dim=1),
-    "fallback_sort_values": lambda x: x.sort(dim=1).values,  # a gather by a tensor index
+    "sort_values": lambda x: x.sort(dim=1).values,  # a gather by a per-example tensor index
     "advanced_index": lambda x: x[:, [0, 2, 2]] + x[[1, 0], 1:4],
     "advanced_first": lambda x: x[[1, 0, 1], [0, 2, 3]] * 2,
     "fallback_index": lambda x: x.reshape(2, 2, 2)[[1, 0], :, [0, 1]],  # split runs: the loop

@@ -12,8 +12,8 @@ Room: compiler. ``compiler.pipeline`` drives a backend through three stages (aft
 ``reference`` interprets the graph with each op's NumPy impl (the oracle the fused
 backends are tested against); ``cpu`` emits fused Numba (or llvmlite) kernels; ``cuda``
 ``numba.cuda`` kernels, chosen for a plan whose tensors are CUDA tensors. ``cpu`` and
-``cuda`` never import each other; what both need (``spelling``, ``scalar_math``) lives
-here.
+``cuda`` never import each other; what both need lives here (``spelling``) or in the
+registry (the scalar helpers: ``ops.registry.Helper`` rows).
 """
 from __future__ import annotations
 

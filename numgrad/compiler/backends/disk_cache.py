@@ -48,6 +48,7 @@ import warnings
 from dataclasses import dataclass
 
 import numgrad.config as config
+from numgrad.ops.registry import HELPERS
 
 # One import at a time: a module is in sys.modules before its body has run (Numba's
 # cache needs that), and another thread must not take it from there half-made.
@@ -225,11 +226,31 @@ def _helpers_digest(kind):
     return h.hexdigest()[:12]
 
 
+def _code_fingerprint(fn) -> str:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return repr(fn)
+    return repr((code.co_code, code.co_consts, code.co_names, code.co_varnames))
+
+
+def _registered_helpers_digest() -> str:
+    # Helpers a program registers at run time (``ng.ops.register``) are not in the hashed
+    # files: a later process registering the same name with another body must not load the
+    # kernel built from the first one, so their code is part of the name too.
+    parts = [f"{name}:{_code_fingerprint(fn)}"
+             for name, h in sorted(HELPERS.items())
+             for fn in (h.body, h.cpu, h.cuda)
+             if fn is not None
+             and not (getattr(fn, "__module__", None) or "").startswith("numgrad.")]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12] if parts else ""
+
+
 def module_name(kind, source: str) -> str:
     """The name of ``kind``'s module for ``source`` (its entry's name on disk)."""
     digest = _S.digests.get(kind)
     if digest is None:
         digest = _S.digests[kind] = _helpers_digest(kind)
+    digest += _registered_helpers_digest()
     h = hashlib.sha256((digest + source).encode()).hexdigest()[:20]
     return f"{kind.prefix}{h}"
 

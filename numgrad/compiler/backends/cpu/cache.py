@@ -19,7 +19,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # What generated modules import: a change to any of them is a new module name.
 _HELPER_FILES = ("scalar.py", "scalar_vec.py", "arrays_ir.py", "accumulate_ir.py",
                  "llvm/vmath.py", "llvm/vmath_numba.py", "llvm/attrs.py", "llvm/body.py",
-                 "llvm/kernel.py", "../scalar_math.py")
+                 "llvm/kernel.py", "../../../ops/scalar_helpers.py")
 
 KIND = _disk.Kind(prefix=_disk.PREFIX,
                   helpers=tuple(os.path.join(_HERE, f) for f in _HELPER_FILES),

@@ -46,7 +46,7 @@ class Program:
         self._upgrade = upgrade
         self._calls = 0
         # late(what, build, program) -> build(): how a compile after the plan was built (the
-        # tier) is shown and counted; set by the plan that owns this program (runtime.Plan).
+        # tier) is shown and counted; set by the plan that owns this program (plan.Plan).
         self.late = None
         self.modules = ()  # names of the kernel modules it runs (set by backends.cpu.renderer)
         self._bind()

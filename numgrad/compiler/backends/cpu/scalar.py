@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
+import numpy as np  # noqa: F401  (kernels import this namespace)
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from numgrad.compiler.backends import scalar_math as _shared
+from numgrad.ops import registry as _registry
 from numgrad.compiler.backends.cpu.accumulate_ir import radd  # noqa: F401 (kernels call it)
 from numgrad.compiler.backends.cpu.arrays_ir import alloc, full, view  # noqa: F401 (kernels)
 
@@ -34,38 +34,26 @@ def noalias_args(typingctx):
     return types.none(), codegen
 
 
-# The helpers both backends share (plain libm transcendentals, used when
+# The scalar helpers, one per ``ops.registry.Helper`` row that some row's lowering calls,
+# generated from the registry (plain libm transcendentals, used when
 # ``ng.jit(vector_math=False)``; ``scalar_vec`` replaces them with ``llvm.vmath``'s
-# vectorisable polynomials, the default).
+# vectorisable polynomials, the default). A row registered later (``ng.ops.register``) adds
+# its helpers here at once; kernel modules import this namespace when they load.
 _inline = njit(inline="always")
-(exp, log, tanh, sin, cos, erf, log1p, expm1, sigmoid, relu, sign, clamp, clamp_min, clamp_max,
- maximum, minimum, power, remainder, fmod, hypot) = (_inline(f) for f in _shared.SHARED)
-sin_paired, cos_paired = sin, cos  # scalar_vec's are inlined for sin/cos pairs
+HELPERS = _registry.HELPERS  # name -> Helper: every name a lowering may call
 
 
-@_inline
-def sqrt(x):
-    return np.sqrt(x)
+def _follow(prim, added):
+    for h in prim.helpers:
+        if added and h.name not in _BUILT:
+            body = h.cpu or h.body
+            if body is not None:  # (None: a Python builtin Numba compiles, such as abs)
+                globals()[h.name] = _BUILT[h.name] = _inline(body)
+        elif not added and h.name not in HELPERS and h.name in _BUILT:
+            del _BUILT[h.name]
+            globals().pop(h.name, None)
 
 
-@_inline
-def ipower(a, b):
-    # Integer powers as PyTorch computes them: negative exponents give 1 for 1, +-1
-    # for -1, 0 otherwise (the eager impl does the same on NumPy).
-    if b >= 0:
-        return a ** b
-    if a == 1:
-        return a
-    if a == -1:
-        return a if b % 2 else -a
-    return a * 0
-
-
-@_inline
-def ffmod(a, b):
-    # Floats: C's own fmod, as the eager np.fmod (fmod(-0., y) is -0, fmod(x, inf) is x;
-    # Python's %, which Numba's is, gives +0 and inf there, and rounds when it adds b).
-    return np.fmod(a, b)
-
-
-HELPERS = [f.__name__ for f in _shared.SHARED] + ["sqrt", "ipower", "ffmod"]
+_BUILT = {}
+_registry.subscribe(_follow)
+sin_paired, cos_paired = _BUILT["sin"], _BUILT["cos"]  # scalar_vec's are inlined for pairs

@@ -22,7 +22,7 @@ import numgrad.compiler.backends.disk_cache as _disk
 
 _BACKENDS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What generated modules import: a change to either is a new module name.
-_HELPER_FILES = ("cuda/scalar.py", "scalar_math.py")
+_HELPER_FILES = ("cuda/scalar.py", "../../ops/scalar_helpers.py")
 
 
 def _hit(module, fresh):

@@ -12,11 +12,13 @@ string in the kernel source, so Numba's disk cache keys on it like any other sou
   the same instructions;
 - each statement is its op's own scalar lowering from the registry (``op.scalar`` over
   named operands and literals) evaluated on IR values: Python's operators emit the IR
-  instruction, helpers (``_Helpers`` and llvm.vmath's transcendentals) their IR; anything
-  else leaves the loop to Numba. Transcendentals call llvm.vmath's bodies at the one
-  vector width (the first INLINE_CALL_SITES sites inlined, as in Numba loops), and the
-  two members of a registry pair (sin and cos of one value) one function with both
-  bodies, which LLVM merges once per module;
+  instruction, helpers (``_Helpers`` and llvm.vmath's transcendentals) their IR; a helper
+  whose registry row says ``llvm="numba"`` leaves the loop to Numba, on purpose, and one
+  that says nothing (or that no row carries) is an error (``UnknownHelper``). Other
+  constructs (comparisons, conditionals) leave the loop to Numba. Transcendentals call
+  llvm.vmath's bodies at the one vector width (the first INLINE_CALL_SITES sites inlined,
+  as in Numba loops), and the two members of a registry pair (sin and cos of one value)
+  one function with both bodies, which LLVM merges once per module;
 - the kernels carry no fast-math flags (unless fastmath=True), so elementwise values are
   bit-identical to the Numba-lowered loop, also across segment cuts (SEGMENT_OPS); a sum
   adds lane by lane into per-stream vector accumulators and folds them in a fixed order
@@ -37,6 +39,7 @@ from llvmlite import ir
 
 from numgrad.compiler.backends.cpu.llvm import vmath as _vm
 from numgrad.compiler.backends.cpu.llvm.attrs import add_string_attribute, declare
+from numgrad.ops import registry as _registry
 
 # Long flat chunk bodies are rendered here unless NUMGRAD_LLVM_BODY=0 (then the Numba chunk
 # functions, for comparison; read by backends.cpu.renderer at each render).
@@ -87,12 +90,43 @@ class _SpellIR:
 _ALIAS = re.compile(r"a(\d+)")
 
 
-def _renders(expr, nargs, nconsts):
-    """Whether ``expr`` (a lowering over a0.., c0..) is made only of what _Eval has."""
+class UnknownHelper(LookupError):
+    """A lowering calls a helper this renderer cannot place: no registry row carries it,
+    or its ``Helper`` row says nothing of LLVM bodies (``llvm=``)."""
+
+
+def _helper_written(name, op):
+    """Whether a body may call the helper ``name`` (from ``op``'s lowering): True when
+    _Eval writes it, False when its Helper row says on purpose that the loop stays Numba's;
+    anything else raises UnknownHelper, at build time, rather than falling back unseen."""
+    h = _registry.HELPERS.get(name)
+    if h is None:
+        raise UnknownHelper(
+            f"the lowering of {op.name!r} calls {name!r}, which no registry row carries "
+            "(give the row helpers=(Helper(...),))")
+    if h.llvm == "numba":
+        return False
+    if h.llvm is None:
+        raise UnknownHelper(
+            f"helper {name!r} (called by {op.name!r}) does not say how a long LLVM loop body "
+            "spells it: give its Helper llvm='numba' to keep such loops in Numba")
+    if name not in _Eval.functions():
+        raise UnknownHelper(f"helper {name!r} says llvm={h.llvm!r}, but backends.cpu.llvm "
+                            "has no IR version of it")
+    return True
+
+
+def _renders(expr, nargs, nconsts, op):
+    """Whether ``expr`` (a lowering over a0.., c0.. of ``op``) is made only of what _Eval
+    has (an unknown helper raises: ``_helper_written``)."""
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError:
         return False
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and not _helper_written(node.func.id, op)):
+            return False
     allowed = {f"a{i}" for i in range(nargs)} | {f"c{i}" for i in range(nconsts)} | set(
         _Eval.functions())
     for node in ast.walk(tree):
@@ -177,7 +211,7 @@ def build_spec(loop, fastmath=False):
                                 spell)
         except _Decline:
             return None
-        if not _renders(expr, len(srcs), len(spell.consts)):
+        if not _renders(expr, len(srcs), len(spell.consts), st.op):
             return None
         m = _ALIAS.fullmatch(expr)
         if m:  # the identity at run time (detach, expand, x ** 1...)

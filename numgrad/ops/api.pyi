@@ -1,0 +1,244 @@
+"""The public functions of the registry's rows (``ops.api``), for IDEs and type checkers.
+
+Written by ``ops.exposure.write_stub()`` from the registry: do not edit.
+"""
+from typing import Union
+
+from numgrad.tensor import Tensor
+
+Number = Union[int, float, bool]
+Operand = Union[Tensor, int, float, bool]
+__all__ = [
+    'abs', 'add', 'clamp', 'clip', 'clone', 'cos', 'div', 'divide', 'eq', 'erf', 'exp',
+    'expm1', 'fmod', 'ge', 'gt', 'hypot', 'le', 'log', 'log1p', 'logical_and', 'logical_not',
+    'logical_or', 'lt', 'maximum', 'minimum', 'mul', 'multiply', 'ne', 'neg', 'pow', 'relu',
+    'remainder', 'sigmoid', 'sign', 'sin', 'sqrt', 'sub', 'subtract', 'tanh', 'true_divide',
+    'where',
+]
+
+
+def abs(input: Tensor) -> Tensor:
+    """``|input|`` (``torch.abs``, ``jax.numpy.abs``); the gradient at 0 is 0.
+    Raises NotImplementedError for bool, as PyTorch does."""
+    ...
+
+
+def add(input: Tensor, other, *, alpha=1) -> Tensor:
+    """``input + alpha * other`` (``torch.add``); broadcasting and type promotion as for ``+``.
+
+    Raises RuntimeError when the shapes do not broadcast."""
+    ...
+
+
+def clamp(x, min=None, max=None) -> Tensor:
+    """Limit values to ``[min, max]`` (either may be None); no gradient where clipped
+    (``torch.clamp``, ``jax.numpy.clip``). Raises RuntimeError when both are None."""
+    ...
+
+
+def clip(x, min=None, max=None) -> Tensor:
+    """Limit values to ``[min, max]`` (either may be None); no gradient where clipped
+    (``torch.clamp``, ``jax.numpy.clip``). Raises RuntimeError when both are None."""
+    ...
+
+
+def clone(input: Tensor) -> Tensor:
+    """A copy with its own storage that stays in the graph (``torch.clone``)."""
+    ...
+
+
+def cos(input: Tensor) -> Tensor:
+    """Cosine, in radians (``torch.cos``, ``jax.numpy.cos``)."""
+    ...
+
+
+def div(input: Operand, other: Operand) -> Tensor:
+    """``input / other``, true division (``torch.div``, ``jax.numpy.divide``); integer
+    operands give float32."""
+    ...
+
+
+def divide(input: Operand, other: Operand) -> Tensor:
+    """``input / other``, true division (``torch.div``, ``jax.numpy.divide``); integer
+    operands give float32."""
+    ...
+
+
+def eq(input: Operand, other: Operand) -> Tensor:
+    """``input == other`` as a bool tensor (``torch.eq``); never requires grad."""
+    ...
+
+
+def erf(input: Tensor) -> Tensor:
+    """The error function (``torch.erf``, ``jax.scipy.special.erf``)."""
+    ...
+
+
+def exp(input: Tensor) -> Tensor:
+    """``e ** input`` (``torch.exp``, ``jax.numpy.exp``); int/bool input gives float32."""
+    ...
+
+
+def expm1(input: Tensor) -> Tensor:
+    """``exp(input) - 1``, exact for small inputs (``torch.expm1``, ``jax.numpy.expm1``)."""
+    ...
+
+
+def fmod(input: Operand, other: Operand) -> Tensor:
+    """C's ``fmod``: the remainder takes the dividend's sign (``torch.fmod``,
+    ``jax.numpy.fmod``)."""
+    ...
+
+
+def ge(input: Operand, other: Operand) -> Tensor:
+    """``input >= other`` as a bool tensor (``torch.ge``); never requires grad."""
+    ...
+
+
+def gt(input: Operand, other: Operand) -> Tensor:
+    """``input > other`` as a bool tensor (``torch.gt``); never requires grad."""
+    ...
+
+
+def hypot(input: Operand, other: Operand) -> Tensor:
+    """``sqrt(input**2 + other**2)`` without overflow or underflow in the squares
+    (``torch.hypot``, ``jax.numpy.hypot``); integer operands are computed as floats."""
+    ...
+
+
+def le(input: Operand, other: Operand) -> Tensor:
+    """``input <= other`` as a bool tensor (``torch.le``); never requires grad."""
+    ...
+
+
+def log(input: Tensor) -> Tensor:
+    """Natural logarithm (``torch.log``, ``jax.numpy.log``); nan below 0, -inf at 0."""
+    ...
+
+
+def log1p(input: Tensor) -> Tensor:
+    """``log(1 + input)``, exact for small inputs (``torch.log1p``, ``jax.numpy.log1p``)."""
+    ...
+
+
+def logical_and(input: Operand, other: Operand) -> Tensor:
+    """Elementwise AND of truth values (``torch.logical_and``); a bool tensor."""
+    ...
+
+
+def logical_not(input: Tensor) -> Tensor:
+    """Elementwise NOT of truth values (``torch.logical_not``); a bool tensor."""
+    ...
+
+
+def logical_or(input: Operand, other: Operand) -> Tensor:
+    """Elementwise OR of truth values (``torch.logical_or``); a bool tensor."""
+    ...
+
+
+def lt(input: Operand, other: Operand) -> Tensor:
+    """``input < other`` as a bool tensor (``torch.lt``); never requires grad."""
+    ...
+
+
+def maximum(input: Operand, other: Operand) -> Tensor:
+    """Elementwise maximum, nan-propagating; ties split the gradient evenly
+    (``torch.maximum``, ``jax.numpy.maximum``)."""
+    ...
+
+
+def minimum(input: Operand, other: Operand) -> Tensor:
+    """Elementwise minimum, nan-propagating; ties split the gradient evenly
+    (``torch.minimum``, ``jax.numpy.minimum``)."""
+    ...
+
+
+def mul(input: Operand, other: Operand) -> Tensor:
+    """``input * other`` with broadcasting (``torch.mul``, ``jax.numpy.multiply``)."""
+    ...
+
+
+def multiply(input: Operand, other: Operand) -> Tensor:
+    """``input * other`` with broadcasting (``torch.mul``, ``jax.numpy.multiply``)."""
+    ...
+
+
+def ne(input: Operand, other: Operand) -> Tensor:
+    """``input != other`` as a bool tensor (``torch.ne``); never requires grad."""
+    ...
+
+
+def neg(input: Tensor) -> Tensor:
+    """``-input`` (``torch.neg``, ``jax.numpy.negative``). Raises RuntimeError for bool."""
+    ...
+
+
+def pow(x, exponent) -> Tensor:
+    """``x ** exponent`` for a tensor or number exponent (and ``number ** tensor``)
+    (``torch.pow``, ``jax.numpy.power``). Raises RuntimeError for an integer tensor to a
+    negative integer power."""
+    ...
+
+
+def relu(input: Tensor) -> Tensor:
+    """``max(input, 0)`` (``torch.relu``, ``jax.nn.relu``); the gradient at 0 is 0.
+    Raises RuntimeError for bool."""
+    ...
+
+
+def remainder(input: Operand, other: Operand) -> Tensor:
+    """Python's ``%``: the remainder takes the divisor's sign (``torch.remainder``,
+    ``jax.numpy.remainder``)."""
+    ...
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """``1 / (1 + exp(-input))``, computed without overflow (``torch.sigmoid``,
+    ``jax.nn.sigmoid``)."""
+    ...
+
+
+def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1 by the sign of each element (``torch.sign``); no gradient flows."""
+    ...
+
+
+def sin(input: Tensor) -> Tensor:
+    """Sine, in radians (``torch.sin``, ``jax.numpy.sin``)."""
+    ...
+
+
+def sqrt(input: Tensor) -> Tensor:
+    """Square root (``torch.sqrt``, ``jax.numpy.sqrt``); nan below 0."""
+    ...
+
+
+def sub(input: Tensor, other, *, alpha=1) -> Tensor:
+    """``input - alpha * other`` (``torch.sub``).
+
+    Raises RuntimeError when the shapes do not broadcast or both operands are bool."""
+    ...
+
+
+def subtract(input: Tensor, other, *, alpha=1) -> Tensor:
+    """``input - alpha * other`` (``torch.sub``).
+
+    Raises RuntimeError when the shapes do not broadcast or both operands are bool."""
+    ...
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent (``torch.tanh``, ``jax.numpy.tanh``)."""
+    ...
+
+
+def true_divide(input: Operand, other: Operand) -> Tensor:
+    """``input / other``, true division (``torch.div``, ``jax.numpy.divide``); integer
+    operands give float32."""
+    ...
+
+
+def where(cond, x, y) -> Tensor:
+    """``x`` where ``cond`` holds, else ``y`` (numbers allowed); gradients flow to x and y
+    (``torch.where``, ``jax.numpy.where``). Raises RuntimeError for a non-bool ``cond``."""
+    ...

@@ -1,0 +1,404 @@
+"""ops.recurrent: fused LSTM and GRU cell primitives (the step after the two matmuls).
+
+Room: ops. A recurrent step written in elementwise ops costs about 17 primitive applications
+forward and 40 backward, four of them (``chunk``'s pieces) scattering their gradient into
+zeros of the whole gate tensor; at LSTM sizes (20x512 gates) the per-op overhead is most of
+the step. Here a step's gate arithmetic is one NumPy call forward and one per input
+backward, over the whole gate tensor, so nothing is sliced and nothing scattered:
+
+- ``lstm_cell_c(gates, c)``: ``c' = sigmoid(f) * c + sigmoid(i) * tanh(g)``;
+- ``lstm_cell_h(gates, c')``: ``h' = sigmoid(o) * tanh(c')``;
+- ``gru_cell(gi, gh, h)``: ``h' = n + z * (h - n)``, ``r = sigmoid(i_r + h_r)``,
+  ``z = sigmoid(i_z + h_z)``, ``n = tanh(i_n + r * h_n)``.
+
+``gates`` is ``(..., 4H)`` in PyTorch's order i, f, g, o (the two projections and biases
+summed); a GRU's ``gi``/``gh`` are ``(..., 3H)``, r, z, n. Two LSTM primitives rather than
+one because a primitive has one output.
+
+The first-order backward of each is a fused NumPy primitive too (``*_grad_*``, no vjp of
+their own). Where the backward itself is differentiated (``create_graph=True``, grad mode on
+while the rules run) the rules instead spell the same derivative in elementwise ops over
+views of the gates, so every higher order follows from those ops' rules. Under ``@ng.jit``
+the primitives run their NumPy impl as steps between the kernels, like ``im2col``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numgrad.dtypes import SCALAR_NAMES
+from numgrad.grad_mode import is_grad_enabled
+from numgrad.ops import elementwise as E
+from numgrad.ops import layout as L
+from numgrad.ops.indexing import getitem
+from numgrad.ops.registry import defop
+
+
+def _sig(x):
+    # 1 / (1 + e^-x): e^-x overflows to inf for x < -88 (float32) and the quotient is then
+    # the 0 it should be; the caller runs with NumPy's FP warnings off.
+    return 1 / (1 + np.exp(-x))
+
+
+def _blocks(a, k):
+    n = a.shape[-1] // k
+    return [a[..., j * n:(j + 1) * n] for j in range(k)]
+
+
+# ------------------------------------------------------------------ LSTM, NumPy kernels
+def _np_lstm_c(gates, c):
+    i, f, g, _ = _blocks(gates, 4)
+    return _sig(f) * c + _sig(i) * np.tanh(g)
+
+
+def _np_lstm_h(gates, c):
+    return _sig(gates[..., 3 * c.shape[-1]:]) * np.tanh(c)
+
+
+def _np_lstm_c_grad_gates(gc, gates, c):
+    i, f, g, _ = _blocks(gates, 4)
+    si, sf, tg = _sig(i), _sig(f), np.tanh(g)
+    out = np.zeros(np.broadcast_shapes(gates.shape, gc.shape[:-1] + gates.shape[-1:]),
+                   gates.dtype)
+    di, df, dg, _ = _blocks(out, 4)
+    np.multiply(gc * tg, si * (1 - si), out=di)
+    np.multiply(gc * c, sf * (1 - sf), out=df)
+    np.multiply(gc * si, 1 - tg * tg, out=dg)
+    return out
+
+
+def _np_lstm_c_grad_c(gc, gates):
+    return gc * _sig(_blocks(gates, 4)[1])
+
+
+def _np_lstm_h_grad_gates(gh, gates, c):
+    h = c.shape[-1]
+    so = _sig(gates[..., 3 * h:])
+    out = np.zeros(np.broadcast_shapes(gates.shape, gh.shape[:-1] + gates.shape[-1:]),
+                   gates.dtype)
+    np.multiply(gh * np.tanh(c), so * (1 - so), out=out[..., 3 * h:])
+    return out
+
+
+def _np_lstm_h_grad_c(gh, gates, c):
+    tc = np.tanh(c)
+    return gh * _sig(gates[..., 3 * c.shape[-1]:]) * (1 - tc * tc)
+
+
+def _state_shape(gates, c):
+    return tuple(c.shape), gates.dtype
+
+
+def _gates_shape(g, gates, *rest):
+    return tuple(gates.shape), gates.dtype
+
+
+# grad_fn names: what PyTorch's cells end in (c' a sum, h' a product, a GRU's h' a sum).
+lstm_cell_c = defop("lstm_cell_c", inputs=("gates", "c"), impl=_np_lstm_c,
+                    abstract=_state_shape, node="AddBackward0")
+lstm_cell_h = defop("lstm_cell_h", inputs=("gates", "c"), impl=_np_lstm_h,
+                    abstract=_state_shape, node="MulBackward0")
+_lstm_c_grad_gates = defop("lstm_cell_c_grad_gates", inputs=("g", "gates", "c"),
+                           impl=_np_lstm_c_grad_gates, abstract=_gates_shape)
+_lstm_c_grad_c = defop("lstm_cell_c_grad_c", inputs=("g", "gates"), impl=_np_lstm_c_grad_c,
+                       abstract=lambda g, gates: (tuple(g.shape), gates.dtype))
+_lstm_h_grad_gates = defop("lstm_cell_h_grad_gates", inputs=("g", "gates", "c"),
+                           impl=_np_lstm_h_grad_gates, abstract=_gates_shape)
+_lstm_h_grad_c = defop("lstm_cell_h_grad_c", inputs=("g", "gates", "c"),
+                       impl=_np_lstm_h_grad_c, abstract=lambda g, gates, c: (tuple(c.shape),
+                                                                            gates.dtype))
+
+
+# ------------------------------------------------------------------ LSTM, rules
+def _views(x, k):
+    """The ``k`` equal blocks of the last dim as views (their gradient: a higher order only)."""
+    n = x.shape[-1] // k
+    return [getitem(x, (Ellipsis, slice(j * n, (j + 1) * n))) for j in range(k)]
+
+
+def _zeros_as(x):
+    return E.mul(x, 0.0)  # keeps x's graph, device and dtype; only a higher order runs it
+
+
+def _lstm_c_vjp_gates(g, gates, c):
+    if not is_grad_enabled():
+        return _lstm_c_grad_gates(g, gates, c)
+    i, f, gg, _ = _views(gates, 4)
+    si, sf, tg = E.sigmoid(i), E.sigmoid(f), E.tanh(gg)
+    return L.cat([g * tg * si * (1 - si), g * c * sf * (1 - sf), g * si * (1 - tg * tg),
+                  _zeros_as(g)], -1)
+
+
+def _lstm_c_vjp_c(g, gates):
+    if not is_grad_enabled():
+        return _lstm_c_grad_c(g, gates)
+    return g * E.sigmoid(_views(gates, 4)[1])
+
+
+def _lstm_h_vjp_gates(g, gates, c):
+    if not is_grad_enabled():
+        return _lstm_h_grad_gates(g, gates, c)
+    so = E.sigmoid(_views(gates, 4)[3])
+    zero = _zeros_as(g)
+    return L.cat([zero, zero, zero, g * E.tanh(c) * so * (1 - so)], -1)
+
+
+def _lstm_h_vjp_c(g, gates, c):
+    if not is_grad_enabled():
+        return _lstm_h_grad_c(g, gates, c)
+    tc = E.tanh(c)
+    return g * E.sigmoid(_views(gates, 4)[3]) * (1 - tc * tc)
+
+
+lstm_cell_c.defvjp(_lstm_c_vjp_gates, _lstm_c_vjp_c)
+lstm_cell_h.defvjp(_lstm_h_vjp_gates, _lstm_h_vjp_c)
+
+
+def lstm_cell(gates, c):
+    """One LSTM step from the summed gate pre-activations ``gates`` ``(..., 4H)`` (i, f, g, o)
+    and the cell state ``c`` ``(..., H)``: ``(h', c')``.
+
+    >>> h, c = lstm_cell(ng.zeros(2, 8), ng.ones(2, 2))
+    >>> c
+    tensor([[0.5000, 0.5000],
+            [0.5000, 0.5000]])
+    """
+    c = lstm_cell_c(gates, c)
+    return lstm_cell_h(gates, c), c
+
+
+# ------------------------------------------------------------------ GRU
+def _gru_parts(gi, gh):
+    ir, iz, i_n = _blocks(gi, 3)
+    hr, hz, hn = _blocks(gh, 3)
+    r, z = _sig(ir + hr), _sig(iz + hz)
+    return r, z, np.tanh(i_n + r * hn), hn
+
+
+def _np_gru(gi, gh, h):
+    _, z, n, _ = _gru_parts(gi, gh)
+    return n + z * (h - n)
+
+
+def _np_gru_grads(g, gi, gh, h):
+    """The gradients of the three gate blocks of ``gi`` (r, z, n pre-activations) and of
+    ``gh``'s n block: ``(d_gi, d_hn)``."""
+    r, z, n, hn = _gru_parts(gi, gh)
+    d = np.empty(np.broadcast_shapes(gi.shape, g.shape[:-1] + gi.shape[-1:]), gi.dtype)
+    dr, dz, dn = _blocks(d, 3)
+    np.multiply(g * (1 - z), 1 - n * n, out=dn)      # through tanh
+    np.multiply(g * (h - n), z * (1 - z), out=dz)
+    np.multiply(dn * hn, r * (1 - r), out=dr)
+    return d, dn * r
+
+
+def _np_gru_grad_gi(g, gi, gh, h):
+    return _np_gru_grads(g, gi, gh, h)[0]
+
+
+def _np_gru_grad_gh(g, gi, gh, h):
+    d, dhn = _np_gru_grads(g, gi, gh, h)
+    d[..., 2 * h.shape[-1]:] = dhn
+    return d
+
+
+def _np_gru_grad_h(g, gi, gh, h):
+    return g * _gru_parts(gi, gh)[1]
+
+
+gru_cell = defop("gru_cell", inputs=("gi", "gh", "h"), impl=_np_gru,
+                 abstract=lambda gi, gh, h: (tuple(h.shape), gi.dtype), node="AddBackward0")
+_gru_grad_gi = defop("gru_cell_grad_gi", inputs=("g", "gi", "gh", "h"), impl=_np_gru_grad_gi,
+                     abstract=lambda g, gi, gh, h: (tuple(gi.shape), gi.dtype))
+_gru_grad_gh = defop("gru_cell_grad_gh", inputs=("g", "gi", "gh", "h"), impl=_np_gru_grad_gh,
+                     abstract=lambda g, gi, gh, h: (tuple(gh.shape), gi.dtype))
+_gru_grad_h = defop("gru_cell_grad_h", inputs=("g", "gi", "gh", "h"), impl=_np_gru_grad_h,
+                    abstract=lambda g, gi, gh, h: (tuple(h.shape), gi.dtype))
+
+
+def _gru_composite(g, gi, gh, h):
+    """``(d_gi, d_gh, d_h)`` in elementwise ops (differentiable again)."""
+    ir, iz, i_n = _views(gi, 3)
+    hr, hz, hn = _views(gh, 3)
+    r, z = E.sigmoid(ir + hr), E.sigmoid(iz + hz)
+    n = E.tanh(i_n + r * hn)
+    dn = g * (1 - z) * (1 - n * n)
+    dz = g * (h - n) * z * (1 - z)
+    dr = dn * hn * r * (1 - r)
+    return L.cat([dr, dz, dn], -1), L.cat([dr, dz, dn * r], -1), g * z
+
+
+def _gru_rule(k, fused):
+    def rule(g, gi, gh, h):
+        if not is_grad_enabled():
+            return fused(g, gi, gh, h)
+        return _gru_composite(g, gi, gh, h)[k]
+    return rule
+
+
+gru_cell.defvjp(_gru_rule(0, _gru_grad_gi), _gru_rule(1, _gru_grad_gh),
+                _gru_rule(2, _gru_grad_h))
+
+
+# ------------------------------------------------------------------ a whole LSTM layer
+# One primitive for the recurrence over a whole sequence: the input projection of every step
+# is one matmul before it (``gi``), the loop over time runs inside the NumPy kernel, and its
+# backward (backpropagation through time) is one kernel too, whose weight gradient is one
+# matmul over all steps. Eager mode then records a handful of ops per layer instead of a dozen
+# per step, and ``@ng.jit`` compiles no kernel per step (the unrolled plan had about 280).
+# The output stacks, per step, h, c and the four activated gates i, f, g, o: ``(6, T, B, H)``;
+# the backward reads the gates from it instead of recomputing them.
+def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
+    t_len, batch, hidden = gi.shape[0], gi.shape[1], h0.shape[-1]
+    y = np.empty((6,) + gi.shape[:-1] + (hidden,), gi.dtype)
+    w_t = np.ascontiguousarray(w_hh.T)  # BLAS takes h @ w_t 1.5x faster than the view
+    pre = np.empty(gi.shape[1:], gi.dtype)
+    # The gate pre-activations seen gate-major, (4, B, H), as y stores the activations.
+    pre_g = np.moveaxis(pre.reshape(batch, 4, hidden), 1, 0)
+    h, c = h0, c0
+    for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
+        np.matmul(h, w_t, out=pre)
+        pre += gi[t]
+        a = y[2:, t]                     # sigmoid of all four, then tanh for g
+        np.negative(pre_g, out=a)
+        np.exp(a, out=a)
+        a += 1
+        np.reciprocal(a, out=a)
+        i, f, g, o = a
+        np.tanh(pre_g[2], out=g)
+        c_new, h = y[1, t], y[0, t]
+        np.multiply(f, c, out=c_new)
+        c_new += i * g
+        c = c_new
+        np.tanh(c, out=h)
+        h *= o
+    return y
+
+
+def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
+    """Backpropagation through time: the gradients of ``gi``, ``h0``, ``c0`` and ``w_hh``,
+    flattened into one array (the rule takes them apart as views).
+
+    Everything that does not depend on the running ``(dh, dc)`` is computed for all steps at
+    once before the loop (the gate derivatives and their products with the saved values),
+    so a step is a few NumPy calls at the batch's size and one matmul."""
+    t_len, batch, hidden = y.shape[1:]
+    sizes = (t_len * batch * 4 * hidden, batch * hidden, batch * hidden, w_hh.size)
+    flat = np.empty(sum(sizes), y.dtype)
+    ends = np.cumsum(sizes).tolist()
+    parts = [flat[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    d_gi = parts[0].reshape(t_len, batch, 4 * hidden)
+    h_seq, c_seq, i, f, gg, o = y
+    # The states each step started from, in time order (reverse runs from the end).
+    h_prev, c_prev = np.empty_like(h_seq), np.empty_like(c_seq)
+    if reverse:
+        h_prev[:-1], h_prev[-1], c_prev[:-1], c_prev[-1] = h_seq[1:], h0, c_seq[1:], c0
+    else:
+        h_prev[1:], h_prev[0], c_prev[1:], c_prev[0] = h_seq[:-1], h0, c_seq[:-1], c0
+    tc = np.tanh(c_seq)
+    # d(pre-activation) = d(activation) * its derivative; with the gradient reaching c:
+    # di = dc*g*i(1-i), df = dc*c_prev*f(1-f), dg = dc*i*(1-g^2), do = dh*tanh(c)*o(1-o).
+    p_i, p_f, p_g = gg * i * (1 - i), c_prev * f * (1 - f), i * (1 - gg * gg)
+    p_o = tc * o * (1 - o)
+    q = o * (1 - tc * tc)              # dc += dh * q
+    gates = g[2:]                      # gradients reaching the saved gates themselves
+    direct = None
+    if gates.any():
+        direct = gates * np.stack([i * (1 - i), f * (1 - f), 1 - gg * gg, o * (1 - o)])
+    dh, dc = np.zeros_like(h0, dtype=y.dtype), np.zeros_like(c0, dtype=y.dtype)
+    for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
+        dh += g[0, t]
+        dc += g[1, t]
+        dc += dh * q[t]
+        d = _blocks(d_gi[t], 4)
+        np.multiply(dc, p_i[t], out=d[0])
+        np.multiply(dc, p_f[t], out=d[1])
+        np.multiply(dc, p_g[t], out=d[2])
+        np.multiply(dh, p_o[t], out=d[3])
+        if direct is not None:
+            for k in range(4):
+                d[k] += direct[k, t]
+        dh = d_gi[t] @ w_hh
+        dc *= f[t]
+    parts[1][:] = dh.reshape(-1)
+    parts[2][:] = dc.reshape(-1)
+    # d w_hh = sum over steps of d_gates_t^T @ h_{t-1}: one matmul over all steps.
+    np.matmul(d_gi.reshape(-1, 4 * hidden).T, h_prev.reshape(-1, hidden),
+              out=parts[3].reshape(w_hh.shape))
+    return flat
+
+
+def _layer_shape(gi, h0, c0, w_hh, reverse):
+    return (6,) + tuple(gi.shape[:-1]) + (h0.shape[-1],), gi.dtype
+
+
+lstm_layer = defop("lstm_layer", inputs=("*xs",), params=("reverse",), impl=_np_lstm_layer,
+                   abstract=_layer_shape, node="LstmLayerBackward0")
+_lstm_layer_grad = defop(
+    "lstm_layer_grad", inputs=("g", "out", "h0", "c0", "w_hh"), params=("reverse",),
+    impl=_np_lstm_layer_grad,
+    abstract=lambda g, out, h0, c0, w_hh, reverse: (
+        (int(np.prod(g.shape[1:])) * 4 + 2 * int(np.prod(h0.shape)) + int(np.prod(w_hh.shape)),),
+        g.dtype))
+
+
+def _lstm_layer_vjp(g, xs, out, reverse):
+    gi, h0, c0, w_hh = xs
+    if is_grad_enabled():
+        return _lstm_layer_bptt_ops(g, xs, out, reverse)
+    flat = _lstm_layer_grad(g, out, h0, c0, w_hh, reverse=reverse)
+    shapes = (gi.shape, h0.shape, c0.shape, w_hh.shape)
+    grads, start = [], 0
+    for s in shapes:
+        n = int(np.prod(s))
+        grads.append(L.reshape(getitem(flat, (slice(start, start + n),)), tuple(s)))
+        start += n
+    return grads
+
+
+def _lstm_layer_bptt_ops(g, xs, out, reverse):
+    """``_np_lstm_layer_grad`` in numgrad ops, for a backward that is differentiated again."""
+    from numgrad.ops.linalg import matmul
+    gi, h0, c0, w_hh = xs
+    t_len = gi.shape[0]
+    dh = dc = None
+    d_gi, d_w = [None] * t_len, None
+    first, step = (t_len - 1, 1) if reverse else (0, -1)
+    for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
+        i, f, gg, o = (out[2 + k, t] for k in range(4))
+        gt = [g[k, t] for k in range(6)]
+        c_prev = c0 if t == first else out[1, t + step]
+        h_prev = h0 if t == first else out[0, t + step]
+        dh = gt[0] if dh is None else dh + gt[0]
+        tc = E.tanh(out[1, t])
+        dc = gt[1] + dh * o * (1 - tc * tc) + (0 if dc is None else dc)
+        d = L.cat([(dc * gg + gt[2]) * i * (1 - i), (dc * c_prev + gt[3]) * f * (1 - f),
+                   (dc * i + gt[4]) * (1 - gg * gg), (dh * tc + gt[5]) * o * (1 - o)], -1)
+        d_gi[t] = d
+        dh = matmul(d, w_hh)
+        dc = dc * f
+        dw = matmul(L.t(d) if d.ndim == 2 else L.transpose(d, -1, -2), h_prev)
+        d_w = dw if d_w is None else d_w + dw
+    return [L.stack(d_gi, 0), dh, dc, d_w]
+
+
+lstm_layer.defvjp(_lstm_layer_vjp)
+
+
+def lstm_sequence(gi, h0, c0, w_hh, reverse=False):
+    """One LSTM layer over a sequence: ``gi`` ``(T, B, 4H)`` is every step's input projection
+    with both biases (gates i, f, g, o), ``h0``/``c0`` ``(B, H)`` the initial state,
+    ``w_hh`` ``(4H, H)``; steps run backwards in time if ``reverse``. Returns ``(output,
+    h_n, c_n)``, ``output`` ``(T, B, H)``.
+
+    >>> out, h, c = lstm_sequence(ng.zeros(3, 1, 8), ng.zeros(1, 2), ng.ones(1, 2),
+    ...                           ng.zeros(8, 2))
+    >>> tuple(out.shape), c
+    ((3, 1, 2), tensor([[0.1250, 0.1250]]))
+    """
+    for t in (h0, c0, w_hh):  # the kernel would compute in gi's dtype silently
+        if t.dtype is not gi.dtype:
+            raise RuntimeError(f"expected scalar type {SCALAR_NAMES[gi.dtype.name]} but found "
+                               f"{SCALAR_NAMES[t.dtype.name]}")
+    y = lstm_layer([gi, h0, c0, w_hh], reverse=reverse)
+    last = 0 if reverse else gi.shape[0] - 1
+    return getitem(y, (0,)), getitem(y, (0, last)), getitem(y, (1, last))

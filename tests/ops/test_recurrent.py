@@ -1,0 +1,154 @@
+"""ops.recurrent's fused LSTM/GRU primitives against the same arithmetic in PyTorch ops
+(float64): values, first-order gradients (the fused NumPy backward kernels) and second-order
+ones (the rules' numgrad-op form under create_graph); the whole-layer primitive in both time
+directions; ``@ng.jit`` against eager, and the CUDA simulator against the CPU.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import numgrad as ng
+from numgrad.devices import cuda_is_available
+from numgrad.ops import recurrent as R
+
+T, B, H = 3, 2, 4
+
+
+def _torch_lstm_cell(gates, c):
+    i, f, g, o = gates.chunk(4, -1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c
+
+
+def _torch_gru_cell(gi, gh, h):
+    ir, iz, i_n = gi.chunk(3, -1)
+    hr, hz, hn = gh.chunk(3, -1)
+    r, z = torch.sigmoid(ir + hr), torch.sigmoid(iz + hz)
+    n = torch.tanh(i_n + r * hn)
+    return (1 - z) * n + z * h
+
+
+def _torch_lstm_sequence(gi, h, c, w_hh, reverse):
+    outs = [None] * gi.shape[0]
+    for t in (range(gi.shape[0] - 1, -1, -1) if reverse else range(gi.shape[0])):
+        h, c = _torch_lstm_cell(gi[t] + h @ w_hh.T, c)
+        outs[t] = h
+    return torch.stack(outs), h, c
+
+
+def _ng_lstm_cell(gates, c):
+    return R.lstm_cell(gates, c)
+
+
+def _ng_lstm_sequence(gi, h, c, w_hh, reverse):
+    return R.lstm_sequence(gi, h, c, w_hh, reverse=reverse)
+
+
+def _inputs(shapes, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s) * 0.8 for s in shapes]
+
+
+CASES = {
+    "lstm_cell": (_ng_lstm_cell, _torch_lstm_cell, [(B, 4 * H), (B, H)]),
+    "gru_cell": (lambda *a: (R.gru_cell(*a),), lambda *a: (_torch_gru_cell(*a),),
+                 [(B, 3 * H), (B, 3 * H), (B, H)]),
+    "lstm_sequence": (lambda *a: _ng_lstm_sequence(*a, False),
+                      lambda *a: _torch_lstm_sequence(*a, False),
+                      [(T, B, 4 * H), (B, H), (B, H), (4 * H, H)]),
+    "lstm_sequence_reverse": (lambda *a: _ng_lstm_sequence(*a, True),
+                              lambda *a: _torch_lstm_sequence(*a, True),
+                              [(T, B, 4 * H), (B, H), (B, H), (4 * H, H)]),
+}
+
+
+def _run(lib, fn, arrays, cot, order):
+    """Outputs, gradients of ``sum(out * cot)`` and, for ``order`` 2, the gradients of the
+    squared norm of those gradients."""
+    xs = [lib.tensor(a, requires_grad=True) for a in arrays]
+    outs = fn(*xs)
+    loss = sum((o * lib.tensor(c)).sum() for o, c in zip(outs, cot))
+    grad = torch.autograd.grad if lib is torch else ng.autograd.grad
+    gs = grad(loss, xs, create_graph=order == 2)
+    result = [o.detach().numpy() for o in outs] + [g.detach().numpy() for g in gs]
+    if order == 2:
+        gg = grad(sum((g * g).sum() for g in gs), xs)
+        result += [g.numpy() for g in gg]
+    return result
+
+
+@pytest.mark.parametrize("order", [1, 2])
+@pytest.mark.parametrize("case", list(CASES))
+def test_matches_torch(case, order):
+    ng_fn, torch_fn, shapes = CASES[case]
+    arrays = _inputs(shapes, 1)
+    probe = torch_fn(*[torch.tensor(a) for a in arrays])
+    cot = _inputs([tuple(o.shape) for o in probe], 2)
+    want = _run(torch, torch_fn, arrays, cot, order)
+    got = _run(ng, ng_fn, arrays, cot, order)
+    assert len(got) == len(want)
+    for k, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=f"result {k}")
+
+
+def test_first_order_backward_is_fused():
+    # Without create_graph the backward of a whole layer is one BPTT kernel, no per-step ops.
+    gi, h, c, w = [ng.tensor(a, requires_grad=True)
+                   for a in _inputs(CASES["lstm_sequence"][2], 3)]
+    out, h_n, c_n = R.lstm_sequence(gi, h, c, w)
+    assert out.grad_fn.next_functions[0][0].name() == "LstmLayerBackward0"
+    (out.sum() + c_n.sum()).backward()
+    assert all(t.grad is not None for t in (gi, h, c, w))
+
+
+def _fused_loss(gi, h, c, w, x3, gh):
+    out, h_n, c_n = R.lstm_sequence(gi, h, c, w)
+    back, _, _ = R.lstm_sequence(gi, h, c, w, reverse=True)
+    h1, c1 = R.lstm_cell(gi[0], c)
+    g = R.gru_cell(x3, gh, h)
+    return ((out * back).sum() + (h_n * c_n).sum() + (h1 * c1).sum() + (g * g).sum())
+
+
+_jit_fused_loss = ng.jit(_fused_loss)
+
+
+def test_jit_matches_eager():
+    arrays = _inputs([(T, B, 4 * H), (B, H), (B, H), (4 * H, H), (B, 3 * H), (B, 3 * H)], 4)
+    results = []
+    for f in (_fused_loss, _jit_fused_loss):
+        xs = [ng.tensor(a, requires_grad=True) for a in arrays]
+        loss = f(*xs)
+        loss.backward()
+        results.append([loss.detach().numpy()] + [x.grad.numpy() for x in xs])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.skipif(not cuda_is_available(), reason="no CUDA device or simulator")
+def test_lstm_on_cuda_eager_and_jit_match_cpu():
+    ng.manual_seed(6)
+    cpu = ng.nn.LSTM(2, 3)
+    dev = ng.nn.LSTM(2, 3).to("cuda")
+    dev.load_state_dict(cpu.state_dict())
+    x = np.random.default_rng(6).standard_normal((3, 2, 2)).astype(np.float32)
+    want = cpu(ng.tensor(x))[0]
+    ng.sum(want * want).backward()
+    for f in (dev, ng.jit(dev)):
+        dev.zero_grad()
+        got = f(ng.tensor(x, device="cuda"))[0]
+        assert got.device.type == "cuda"
+        ng.sum(got * got).backward()
+        np.testing.assert_allclose(got.cpu().detach().numpy(), want.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(dev.weight_hh_l0.grad.cpu().numpy(),
+                                   cpu.weight_hh_l0.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_state_of_another_dtype_is_refused():
+    # The layer's kernel would compute in the input's dtype; PyTorch refuses the mix.
+    m = ng.nn.LSTM(2, 3)
+    h = ng.zeros(1, 1, 3, dtype=ng.float64)
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        m(ng.randn(4, 1, 2), (h, h))
