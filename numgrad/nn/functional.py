@@ -10,7 +10,7 @@ from numgrad.ops.conv import named as _named
 from numgrad.tensor import Tensor
 from numgrad.ops.index_check import check_targets as _check_targets
 from numgrad.ops import losses as _losses
-from numgrad.grad_mode import is_grad_enabled
+from numgrad.grad_mode import is_grad_enabled as _is_grad_enabled
 
 
 def relu(x, inplace=False) -> Tensor:
@@ -71,7 +71,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean") ->
     if not isinstance(target, Tensor) or target.dtype.name != "int64":
         raise RuntimeError("nll_loss: expected target to be an int64 (Long) tensor of class "
                            "indices")
-    if weight is not None and weight.requires_grad and is_grad_enabled():
+    if weight is not None and weight.requires_grad and _is_grad_enabled():
         raise RuntimeError("The function 'nll_loss_forward' is not differentiable with respect "
                            "to argument 'weight'. This input cannot have requires_grad True.")
     fused = _losses.nll_loss(input, target, weight, ignore_index, reduction)
