@@ -37,6 +37,7 @@ from numgrad.size import Size
 from numgrad.defaults import (set_default_dtype, get_default_dtype, set_default_device,
                               get_default_device)
 from numgrad import accelerator
+from numgrad.ops.masked import masked_select, nonzero, argwhere
 from numgrad.ops import keywords as _keywords
 _keywords.install(globals())  # out= and axis= on the public functions, as PyTorch's take them
 

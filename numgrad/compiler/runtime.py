@@ -27,6 +27,8 @@ from numgrad import config, devices, tracing_hook
 from numgrad.autograd import anomaly
 from numgrad.autograd.graph import _FREED, Node, _sequence, describe, edge_of, inplace_hint
 from numgrad.compiler import autodiff, guards, pipeline, progress, pytree, tracebacks
+from numgrad.compiler import graph_break
+from numgrad.errors import DataDependentError
 from numgrad.compiler.backends import get_backend
 from numgrad.compiler.passes import optimize
 from numgrad.compiler.pipeline import Options
@@ -330,7 +332,11 @@ class CompiledFunction:
             for i in weak:
                 leaves[i] = Tensor._make(np.array(leaves[i], np.float64))
             args, kwargs = pytree.unflatten(tree, leaves)
-        return Plan(self, args, kwargs, tree, leaves, grad, generic, weak)
+        try:
+            return Plan(self, args, kwargs, tree, leaves, grad, generic, weak)
+        except DataDependentError as exc:  # x[mask], nonzero: this signature runs eagerly
+            self.stats.traces += 1
+            return graph_break.EagerPlan(self, tree, exc)
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)

@@ -30,13 +30,13 @@ def normalize_index(index, shape=None):
                 k = Tensor(k._data._ng_host())
             if type(k._data) is not np.ndarray:
                 if k._data.dtype.kind not in "iu":
-                    from numgrad.errors import TracingError, user_location
-                    raise TracingError(
+                    from numgrad.errors import DataDependentError, user_location
+                    raise DataDependentError(
                         f"indexing with a traced {k._data.dtype} tensor {user_location()}: a "
                         "boolean mask selects a data-dependent number of elements, so the "
-                        "result has no static shape and @ng.jit cannot compile it; use "
-                        "ng.where(mask, x, 0) to keep the shape, or pass the mask as a NumPy "
-                        "array (a compile-time constant)")
+                        "result has no static shape and @ng.jit runs this call eagerly (a "
+                        "graph break); to compile it, use ng.where(mask, x, 0) to keep the "
+                        "shape, or pass the mask as a NumPy array (a compile-time constant)")
                 out.append(_TracedIndex(k))  # a gather: its shape is the index's (static)
                 continue
             a = k._concrete()

@@ -1,0 +1,93 @@
+"""ops.masked: the ops whose result's length is the number of True entries of a mask:
+``masked_select``, ``nonzero`` and ``argwhere``.
+
+Room: ops. Composites over ``getitem`` (no primitive of their own): ``masked_select`` is
+the broadcast input indexed by the broadcast mask, so its gradient is ``getitem``'s, a
+scatter into zeros of the input's shape (summed back over broadcast dims by ``expand``).
+Their extent depends on values, so a trace meeting one with a traced mask raises
+``DataDependentError``, which ``@ng.jit`` answers with a graph break (``compiler.graph_break``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numgrad import tracing_hook
+from numgrad.errors import DataDependentError, user_location
+from numgrad.tensor import Tensor
+
+
+def _tensor(x, fn, name="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def _host_values(x, fn):
+    """The values of ``x`` on the host: refused while tracing, where ``x`` has none."""
+    lifted = tracing_hook.standin(x)
+    if lifted is not None:
+        x = lifted
+    d = x._data
+    if not tracing_hook.concrete(d):
+        raise DataDependentError(
+            f"{fn}() of a traced tensor {user_location()}: the number of nonzero entries "
+            "decides the result's shape, so @ng.jit runs this call eagerly (a graph break)")
+    host = getattr(d, "_ng_host", None)
+    return np.asarray(d) if host is None else host()
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The entries of ``input`` where the boolean ``mask`` is True, as a 1-D tensor (both
+    broadcast first; ``torch.masked_select``). Differentiable in ``input``.
+
+    >>> x = ng.tensor([[1., -2.], [3., -4.]])
+    >>> ng.masked_select(x, x > 0)
+    tensor([1., 3.])
+    """
+    _tensor(input, "masked_select")
+    _tensor(mask, "masked_select", "mask")
+    if mask.dtype.np != np.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    from numgrad.ops.dispatch import broadcast_shapes
+    from numgrad.ops.layout import expand
+    shape = tuple(broadcast_shapes(tuple(mask.shape), tuple(input.shape)))  # mask is "a" in the error
+    if tuple(input.shape) != shape:
+        input = expand(input, shape)
+    if tuple(mask.shape) != shape:
+        mask = expand(mask, shape)
+    return input[mask]
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False):
+    """The indices of the nonzero entries of ``input`` (``torch.nonzero``): an int64 tensor
+    with a row per entry and a column per dim, or with ``as_tuple=True`` one 1-D index
+    tensor per dim (a 0-d input counts as 1-D).
+
+    >>> ng.nonzero(ng.tensor([0., 2., 0., 3.]))
+    tensor([[1],
+            [3]])
+    """
+    _tensor(input, "nonzero")
+    a = _host_values(input, "nonzero")
+    if as_tuple:
+        idx = np.nonzero(a.reshape(1) if a.ndim == 0 else a)
+        return tuple(_like(input, i.astype(np.int64)) for i in idx)
+    return _like(input, np.argwhere(a).astype(np.int64))
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """``nonzero(input)``: the indices of the nonzero entries, one row each
+    (``torch.argwhere``).
+
+    >>> ng.argwhere(ng.tensor([[True, False], [False, True]]))
+    tensor([[0, 0],
+            [1, 1]])
+    """
+    _tensor(input, "argwhere")
+    return nonzero(input)
+
+
+def _like(x, a):
+    """A tensor of the index array ``a`` on ``x``'s device."""
+    t = Tensor(np.ascontiguousarray(a))
+    return t if x.device.type == "cpu" else t.to(x.device)
