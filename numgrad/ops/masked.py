@@ -50,7 +50,8 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     from numgrad.ops.dispatch import broadcast_shapes
     from numgrad.ops.layout import expand
-    shape = tuple(broadcast_shapes(tuple(mask.shape), tuple(input.shape)))  # mask is "a" in the error
+    # The mask first: PyTorch's size-mismatch error calls it tensor a.
+    shape = tuple(broadcast_shapes(tuple(mask.shape), tuple(input.shape)))
     if tuple(input.shape) != shape:
         input = expand(input, shape)
     if tuple(mask.shape) != shape:
