@@ -15,7 +15,7 @@ from numgrad.grad_mode import no_grad
 from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
 from numgrad.ops import linalg, inplace, special as SP, composites as C, api
 from numgrad.ops import logical, sorting
-from numgrad.ops import keywords, new_tensors, products, masked, contiguity
+from numgrad.ops import keywords, new_tensors, products, masked, contiguity, small_math
 from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device
@@ -412,6 +412,9 @@ _METHODS.update({
 })
 _METHODS.update({n: getattr(masked, n) for n in ("masked_select", "nonzero", "argwhere")})
 _METHODS.update({n: getattr(contiguity, n) for n in ("contiguous", "is_contiguous")})
+_METHODS.update({n: getattr(small_math, n) for n in (
+    "isfinite", "isnan", "isinf", "floor", "ceil", "trunc", "frac", "square", "reciprocal",
+    "rsqrt", "lerp", "addcmul", "addcdiv", "dot", "outer")})
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
 # first is self, so input= is not a method's keyword).
 _METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()
