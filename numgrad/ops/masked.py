@@ -59,7 +59,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     return input[mask]
 
 
-def nonzero(input: Tensor, *, as_tuple: bool = False):
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The indices of the nonzero entries of ``input`` (``torch.nonzero``): an int64 tensor
     with a row per entry and a column per dim, or with ``as_tuple=True`` one 1-D index
     tensor per dim (a 0-d input counts as 1-D).
