@@ -1,42 +1,144 @@
-"""compiler.graph_break: the plan of a signature whose function has a data-dependent extent.
+"""compiler.graph_break: the plan of a signature whose function has a data-dependent size.
 
-Room: compiler. ``x[x > 0]``, ``x[mask] = v``, ``masked_select`` and ``nonzero`` make a
-tensor whose length is a count of values, which a trace (shapes and dtypes only) cannot
-know. The trace raises ``DataDependentError`` there, and ``CompiledFunction`` files an
-``EagerPlan`` under the call's signature instead of failing, as ``torch.compile`` falls back
-to Python at a graph break: each call of that signature runs the function eagerly, so its
-values, gradients (the eager graph's), hooks and errors are eager mode's by construction.
-The other signatures of the same function (a mask passed as a NumPy constant, say) keep
-their compiled plans. ``trace()``, ``source()`` and ``schedule()`` of such a signature raise
-the trace's error, which names the line that broke the graph.
+Room: compiler. ``x[x > 0]``, ``masked_select``, ``nonzero`` (and ``x[mask] = v`` with a
+tensor ``v``) make a tensor whose length is a count of values, which a trace (shapes and dtypes
+only) cannot know. The trace raises ``DataDependentError`` there, and ``CompiledFunction``
+files a ``GraphBreakPlan`` under the call's signature, which runs the function as
+``torch.compile`` runs a graph break: compiled segments with one eager step between them.
+
+Segment k is the function traced from its start until its k-th break (``ops.masked.
+data_dependent``), where the trace stops and returns the break's input tensors. Breaks before
+the k-th take their results as inputs of the segment: the run computed them eagerly, from the
+previous segment's outputs, with the extent known then. So a call runs segment 0 (kernels
+before the first break), the eager op (NumPy), segment 1 (kernels after it, compiled for its
+extent, shape-generic from a second one), and so on; the last segment returns the function's
+result. Each segment is an ordinary ``CompiledFunction``: its outputs are tensors whose
+``grad_fn`` is its compiled backward, and the eager op's node sits between two of them, so the
+backward is split the same way (the backward of ``x[mask]`` scatters into zeros of ``x``'s
+shape) and the eager engine runs it. A segment recomputes what it needs from before a break
+(fused, dead code dropped) instead of receiving it, so gradients are counted once per use.
+
+A function the segments cannot replay exactly (in-place writes to its inputs, random draws,
+hooks: each would happen once per segment) runs eagerly for that signature; so does one whose
+later segment cannot be traced. Either way values, gradients and errors are eager mode's.
+``trace()``, ``source()`` and ``schedule()`` of such a signature raise the first trace's error,
+which names the line that broke the graph.
 """
 from __future__ import annotations
 
+import functools
+
 from numgrad.compiler import pytree
+from numgrad.compiler.autodiff import OutputHooks
+from numgrad.errors import TracingError
+from numgrad.ops import masked
+
+_END = object()  # computes[k]: segment k returns the function's result
 
 
-class EagerPlan:
-    """Stands in a ``PlanCache`` where a ``runtime.Plan`` would: ``run(leaves)`` calls the
-    function eagerly with the call's arguments."""
+class _Stop(BaseException):
+    """Ends a segment's trace at its break (a BaseException: user ``except Exception`` code
+    around the break must not swallow it)."""
 
-    guard = None               # nothing traced, so nothing to re-check before a call
+    def __init__(self, tensors):
+        super().__init__()
+        self.tensors = tensors
+
+
+class _SegmentRun:
+    """The break context of one segment's trace (``ops.masked.data_dependent`` calls it)."""
+
+    def __init__(self, results, stop_at, plan, k):
+        self.results, self.stop_at, self.plan, self.k = results, stop_at, plan, k
+        self.count = 0
+
+    def at_break(self, compute, tensors):
+        n = self.count
+        self.count += 1
+        if n < self.stop_at:
+            return self.results[n]
+        self.plan.computes[self.k] = compute
+        raise _Stop(tuple(tensors))
+
+
+def _segment(plan, k, args, kwargs, results):
+    run = _SegmentRun(results, k, plan, k)
+    before = getattr(masked._segments, "run", None)
+    masked._segments.run = run
+    try:
+        out = plan.owner.fn(*args, **kwargs)
+    except _Stop as stop:
+        return stop.tensors
+    finally:
+        masked._segments.run = before
+    plan.computes[k] = _END
+    return out
+
+
+def _replayable(seg_plan):
+    """Whether tracing the function again from its start repeats nothing observable."""
+    tr = getattr(seg_plan, "traced", None)
+    if tr is None:
+        return False
+    return not (tr.writebacks or tr.leaf_hooks or any(
+        e.prim.random or "calls_user" in e.prim.effects
+        and not isinstance(e.params.get("fn"), OutputHooks)  # (the runtime's own)
+        for e in tr.graph.eqns))
+
+
+class GraphBreakPlan:
+    """Stands in a ``PlanCache`` where a ``runtime.Plan`` would; ``run(leaves)`` runs the
+    segments and the eager steps between them (or the function eagerly, ``eager``)."""
+
+    guard = None               # each segment guards its own trace
     weak = frozenset()         # no float traced as a value: the key holds each float
     graph_break = True
 
     def __init__(self, owner, tree, reason):
+        from numgrad.compiler.runtime import CompiledFunction
         self.owner = owner
         self.tree = tree
-        self.reason = reason   # the DataDependentError of the trace, with the user's line
+        self.reason = reason   # the DataDependentError of the first trace (the user's line)
+        self.eager = False
+        self.computes = {}     # k -> the eager op after segment k, or _END
+        name = getattr(owner.fn, "__name__", "fn")
+        opts = owner.options
+        self._segments = []
+        self._make = lambda k: CompiledFunction(
+            functools.update_wrapper(functools.partial(_segment, self, k), owner.fn,
+                                     updated=()), device=owner.device,
+            parallel=opts.parallel, fastmath=opts.fastmath, cache=opts.cache,
+            backend=owner.backend, remat=owner.remat, vector_math=opts.vector_math)
         if owner.verbose:
-            print(f"[numgrad.jit] {getattr(owner.fn, '__name__', 'fn')}: graph break, this "
-                  f"signature runs eagerly ({str(reason).splitlines()[0]})")
+            print(f"[numgrad.jit] {name}: graph break, this signature runs in compiled "
+                  f"segments ({str(reason).splitlines()[0]})")
 
     def guard_ok(self):
         return True
 
     def run(self, leaves):
         args, kwargs = pytree.unflatten(self.tree, list(leaves))
-        return self.owner.fn(*args, **kwargs)
+        if self.eager:
+            return self.owner.fn(*args, **kwargs)
+        results = []
+        for k in range(len(results), 1 << 30):
+            if k == len(self._segments):
+                self._segments.append(self._make(k))
+            seg = self._segments[k]
+            call = (args, kwargs, tuple(results))
+            try:
+                seg_plan, _ = seg._plan(call, {})
+            except TracingError:
+                seg_plan = None  # (a later segment needs a value a trace has not: eager)
+            if not _replayable(seg_plan):
+                # Nothing observable ran yet (the earlier segments were replayable).
+                self.eager = True
+                return self.owner.fn(*args, **kwargs)
+            out = seg(*call)
+            compute = self.computes.get(k, _END)
+            if compute is _END:
+                return out
+            results.append(compute(*out))
 
     def _no_graph(self, *_):
         raise self.reason

@@ -334,9 +334,9 @@ class CompiledFunction:
             args, kwargs = pytree.unflatten(tree, leaves)
         try:
             return Plan(self, args, kwargs, tree, leaves, grad, generic, weak)
-        except DataDependentError as exc:  # x[mask], nonzero: this signature runs eagerly
+        except DataDependentError as exc:  # x[mask], nonzero: segments around eager steps
             self.stats.traces += 1
-            return graph_break.EagerPlan(self, tree, exc)
+            return graph_break.GraphBreakPlan(self, tree, exc)
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)

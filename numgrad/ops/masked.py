@@ -9,11 +9,33 @@ Their extent depends on values, so a trace meeting one with a traced mask raises
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from numgrad import tracing_hook
 from numgrad.errors import DataDependentError, user_location
 from numgrad.tensor import Tensor
+
+
+_segments = threading.local()  # .run: the compiler's segmented run on this thread (graph_break)
+
+
+def data_dependent(what, compute, *tensors):
+    """The result of ``compute(*tensors)`` (an op whose result's size depends on the values of
+    ``tensors``) met while tracing: inside a segmented run (``compiler.graph_break``) the
+    traced stand-in of that result, which the run computes eagerly between the compiled
+    segments; otherwise ``DataDependentError(what())``, which starts such a run."""
+    run = getattr(_segments, "run", None)
+    if run is None:
+        raise DataDependentError(what())
+    return run.at_break(compute, tensors)
+
+
+def traced(t) -> bool:
+    """Whether the tensor ``t`` is a value of a running trace (has no values yet)."""
+    lifted = tracing_hook.standin(t)
+    return not tracing_hook.concrete((t if lifted is None else lifted)._data)
 
 
 def _tensor(x, fn, name="input"):
@@ -69,6 +91,10 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, 
             [3]])
     """
     _tensor(input, "nonzero")
+    if traced(input):
+        return data_dependent(lambda: (
+            f"nonzero() of a traced tensor {user_location()}: the number of nonzero entries "
+            "decides the result's shape"), lambda t: nonzero(t, as_tuple=as_tuple), input)
     a = _host_values(input, "nonzero")
     if as_tuple:
         idx = np.nonzero(a.reshape(1) if a.ndim == 0 else a)
