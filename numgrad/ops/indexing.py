@@ -238,7 +238,9 @@ def _with_masks(index, at, masks):
 def _mask_message():
     from numgrad.errors import user_location
     return (f"indexing with a traced bool tensor {user_location()}: a boolean mask selects a "
-            "data-dependent number of elements, so the result has no static shape")
+            "data-dependent number of elements, so the result has no static shape and @ng.jit "
+            "breaks the graph there (compiled segments around an eager step); "
+            "ng.where(mask, x, 0) keeps the shape and compiles as one graph")
 
 
 def getitem(x, index):
