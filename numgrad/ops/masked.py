@@ -118,3 +118,36 @@ def _like(x, a):
     """A tensor of the index array ``a`` on ``x``'s device."""
     t = Tensor(np.ascontiguousarray(a))
     return t if x.device.type == "cpu" else t.to(x.device)
+
+
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim=None):
+    """The distinct entries of ``input`` in increasing order (``torch.unique``; each NaN is
+    distinct, as PyTorch's are), with ``return_inverse`` each entry's index among them and
+    ``return_counts`` how often each occurs; with ``dim``, the distinct slices along ``dim``.
+    Not differentiable, as in PyTorch.
+
+    >>> ng.unique(ng.tensor([3, 1, 3]), return_counts=True)
+    (tensor([1, 3]), tensor([1, 2]))
+    """
+    _tensor(input, "unique")
+    if traced(input):
+        return data_dependent(lambda: (
+            f"unique() of a traced tensor {user_location()}: the number of distinct entries "
+            "decides the result's shape"), lambda t: unique(
+                t, sorted, return_inverse, return_counts, dim), input)
+    a = _host_values(input, "unique")
+    if dim is None:
+        vals, inverse, counts = np.unique(a.reshape(-1), return_inverse=True,
+                                          return_counts=True, equal_nan=False)
+        inverse = inverse.reshape(a.shape)
+    else:
+        vals, inverse, counts = np.unique(a, return_inverse=True, return_counts=True,
+                                          axis=dim)
+        inverse = inverse.reshape(-1)
+    out = [_like(input, vals.astype(a.dtype))]
+    if return_inverse:
+        out.append(_like(input, inverse.astype(np.int64)))
+    if return_counts:
+        out.append(_like(input, counts.astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)

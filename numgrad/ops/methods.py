@@ -410,7 +410,8 @@ _METHODS.update({
     "type": new_tensors.type_, **{n: getattr(new_tensors, n) for n in (
         "new_ones", "new_zeros", "new_empty", "new_full", "new_tensor")},
 })
-_METHODS.update({n: getattr(masked, n) for n in ("masked_select", "nonzero", "argwhere")})
+_METHODS.update({n: getattr(masked, n) for n in ("masked_select", "nonzero", "argwhere",
+                                                  "unique")})
 _METHODS.update({n: getattr(contiguity, n) for n in ("contiguous", "is_contiguous")})
 _METHODS.update({n: getattr(small_math, n) for n in (
     "isfinite", "isnan", "isinf", "floor", "ceil", "trunc", "frac", "square", "reciprocal",

@@ -32,6 +32,14 @@ def two_breaks(x, w):
     return b.sum() * c.shape[0] + (L(x).masked_select(a, a < 1) * 3).sum() + a.sum()
 
 
+def tuple_results(x):
+    d = x.detach()  # (torch's unique of a tensor that requires grad fails in backward)
+    vals, counts = L(x).unique(d.round() if L(x) is torch else ng.floor(d + 0.5),
+                               return_counts=True)
+    rows, = L(x).nonzero(x > 0, as_tuple=True)
+    return (vals * counts).sum() + x[rows].sum() * rows.shape[0]
+
+
 def write_tensor(x, v):
     x = x * 1
     x[x > 0] = v
@@ -59,7 +67,8 @@ def item_after_break(x):
     return x * z.sum().item()
 
 
-JITTED = {f.__name__: ng.jit(f) for f in (read, two_breaks, write_tensor, write_scalar,
+JITTED = {f.__name__: ng.jit(f) for f in (read, two_breaks, tuple_results, write_tensor,
+                                           write_scalar,
                                            dropout_then_mask, inplace_then_mask,
                                            item_after_break)}
 
@@ -88,6 +97,10 @@ def test_segments_match_torch_and_compile_once_per_count():
 def test_two_breaks_nonzero_and_masked_select():
     out = _compare("two_breaks", [X, np.array([1.0, 2.0, -1.0, 0.5, 0.25])])
     assert out.grad_fn.name() == "CompiledFunctionBackward"
+
+
+def test_breaks_with_tuple_results():
+    _compare("tuple_results", [np.array([0.2, 1.4, 1.2, -0.7, 3.0])])
 
 
 def test_mask_writes():

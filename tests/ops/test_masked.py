@@ -48,3 +48,23 @@ def test_masked_select_errors_match_torch():
         assert str(got.value) == str(want.value)
     with pytest.raises(TypeError, match="must be Tensor"):
         ng.masked_select(A, ng.tensor(A > 0))
+
+
+@pytest.mark.parametrize("kw", [{}, dict(return_inverse=True), dict(return_counts=True),
+                                dict(return_inverse=True, return_counts=True, sorted=False)])
+@pytest.mark.parametrize("a", [np.array([3, 1, 2, 1, 3, 3]), np.array([[1.0, 2.0], [1.0, 2.0]]),
+                               np.array([1.0, np.nan, np.nan, 1.0]), np.zeros(0)],
+                         ids=["int", "2d", "nan", "empty"])
+def test_unique_matches_torch(a, kw):
+    got, want = ng.unique(ng.tensor(a), **kw), torch.unique(torch.tensor(a), **kw)
+    got, want = (got, want) if kw else ((got,), (want,))
+    for g, w in zip(got, want):
+        assert g.dtype.name == str(w.dtype).split(".")[-1] and tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_unique_along_a_dim_matches_torch():
+    a = np.array([[1, 2], [1, 2], [0, 5]])
+    for g, w in zip(ng.tensor(a).unique(dim=0, return_inverse=True, return_counts=True),
+                    torch.tensor(a).unique(dim=0, return_inverse=True, return_counts=True)):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
