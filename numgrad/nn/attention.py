@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import math
 
-from numgrad import creation, ops
+from numgrad import creation, ops, tracing_hook
 from numgrad.nn import functional as F, init
 from numgrad.nn.containers import ModuleList
 from numgrad.nn.layers import Dropout, LayerNorm, Linear, _param
@@ -70,10 +70,20 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         attn_mask = _causal(L, S, query)
     if attn_mask is not None:
         scores = _mask_scores(scores, attn_mask)
-    attn = F.softmax(scores, -1)
+    attn = _safe_softmax(scores)
     if dropout_p > 0.0:
         attn = F.dropout(attn, dropout_p, True)
     return ops.matmul(attn, value)
+
+
+def _safe_softmax(scores):
+    """``softmax(scores, -1)``, but 0 (not NaN) along a row whose every score is -inf (every
+    key masked), with a zero gradient there, as PyTorch's attention gives since 2.5."""
+    dead = ops.all(scores == _NEG_INF, -1, keepdim=True)
+    if tracing_hook.concrete(dead._data) and not ops.any(dead):
+        return F.softmax(scores, -1)  # eagerly, the common case: nothing to guard
+    live = ops.masked_fill(scores, dead, 0.0)  # no -inf - -inf: the backward stays finite
+    return ops.masked_fill(F.softmax(live, -1), dead, 0.0)
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -208,7 +218,9 @@ class MultiheadAttention(Module):
         mask = self._merged_mask(attn_mask, key_padding_mask, L, S, N, scores)
         if mask is not None:
             scores = scores + mask
-        attn = F.softmax(scores, -1)
+        # Without weights PyTorch takes its fused attention, whose softmax gives a row with
+        # every key masked zeros; the weights path gives NaN there.
+        attn = F.softmax(scores, -1) if need_weights else _safe_softmax(scores)
         if self.dropout > 0.0:
             attn = F.dropout(attn, self.dropout, self.training)
         out = ops.reshape(ops.transpose(ops.matmul(attn, v), 0, 1), (L, N, E))

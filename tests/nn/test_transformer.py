@@ -78,3 +78,26 @@ def test_matrices_start_xavier_uniform():
     w = _np(m.encoder.layers[0].linear1.weight)  # (32, 16): xavier bound sqrt(6 / 48)
     assert np.abs(w).max() <= np.sqrt(6 / 48) and np.abs(w).max() > 0.8 * np.sqrt(6 / 48)
     assert np.all(_np(m.decoder.layers[0].linear1.bias) != 0)  # vectors keep Linear's init
+
+
+def test_a_fully_masked_attention_row_is_zeros_as_in_torch():
+    q = R.standard_normal((1, 2, 3, 4))
+    m = np.ones((3, 3), bool)
+    m[0] = False  # query 0 may attend to nothing
+    tq, nq = torch.tensor(q, requires_grad=True), ng.tensor(q, requires_grad=True)
+    want = torch.nn.functional.scaled_dot_product_attention(tq, tq, tq, attn_mask=torch.tensor(m))
+    got = nn.functional.scaled_dot_product_attention(nq, nq, nq, attn_mask=ng.tensor(m))
+    np.testing.assert_allclose(_np(got), _np(want), atol=1e-14)
+    want.sum().backward()
+    got.sum().backward()
+    np.testing.assert_allclose(_np(nq.grad), _np(tq.grad), atol=1e-13)
+    torch.manual_seed(0)
+    tm = torch.nn.MultiheadAttention(4, 1).double()
+    nm = _load(nn.MultiheadAttention(4, 1, dtype=ng.float64), tm)
+    x = R.standard_normal((3, 1, 4))
+    pad = np.array([[True, True, True]])
+    for need in (False, True):  # PyTorch: zeros on its fused path, NaN with the weights
+        w = tm(*[torch.tensor(x)] * 3, key_padding_mask=torch.tensor(pad), need_weights=need)[0]
+        g = nm(*[ng.tensor(x)] * 3, key_padding_mask=ng.tensor(pad), need_weights=need)[0]
+        np.testing.assert_array_equal(np.isnan(_np(g)), np.isnan(_np(w)))
+        np.testing.assert_allclose(_np(g), _np(w), atol=1e-14)
