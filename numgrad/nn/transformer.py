@@ -10,11 +10,10 @@ from __future__ import annotations
 import copy
 
 from numgrad import creation, ops
-from numgrad.nn.attention import (MultiheadAttention, TransformerEncoder, TransformerEncoderLayer,
-                                  _activation)
+from numgrad.nn.attention import TransformerEncoder, TransformerEncoderLayer, _build_layer
 from numgrad.nn.containers import ModuleList
 from numgrad.nn.init import xavier_uniform_
-from numgrad.nn.layers import Dropout, LayerNorm, Linear
+from numgrad.nn.layers import LayerNorm
 from numgrad.nn.module import Module
 
 
@@ -32,22 +31,9 @@ class TransformerDecoderLayer(Module):
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):
         super().__init__()
-        kw = dict(device=device, dtype=dtype)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, **kw)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                                 batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
+        _build_layer(self, ("self_attn", "multihead_attn"), 3, d_model, nhead, dim_feedforward,
+                     dropout, activation, layer_norm_eps, batch_first, norm_first, bias,
+                     dict(device=device, dtype=dtype))
 
     def _sa_block(self, x, mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=key_padding_mask,

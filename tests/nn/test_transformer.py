@@ -29,7 +29,7 @@ def test_transformer_matches_torch(kw):
     torch.manual_seed(3)
     tm = torch.nn.Transformer(8, 2, 1, 2, 16, dropout=0.0, **kw).double()
     nm = _load(nn.Transformer(8, 2, 1, 2, 16, dropout=0.0, **kw, dtype=ng.float64), tm)
-    assert sorted(nm.state_dict()) == sorted(tm.state_dict())
+    assert list(nm.state_dict()) == list(tm.state_dict()) and repr(nm) == repr(tm)
     shape_s, shape_t = ((2, 5, 8), (2, 3, 8)) if kw else ((5, 2, 8), (3, 2, 8))
     s, t = R.standard_normal(shape_s), R.standard_normal(shape_t)
     tmask = torch.nn.Transformer.generate_square_subsequent_mask(3, dtype=torch.float64)

@@ -8,16 +8,11 @@ shapes; one kernel of each kind up to integer literals is compiled, in a subproc
 simulator off, as test_cuda_ptx.py does."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
 import numgrad as ng
 import numgrad.nn.functional as F
-from cuda_cases import render_only, require_simulator
+from cuda_cases import compile_for_sm90, render_only, require_simulator
 
 
 def _dev(*shape):
@@ -68,13 +63,7 @@ def test_layer_kernels_compile_for_sm90(tmp_path):
         kernels += got
     from numgrad.compiler.backends.cuda.ptx import distinct
     kernels = distinct(kernels)
-    path = tmp_path / "kernels.json"
-    path.write_text(json.dumps(kernels))
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    proc = subprocess.run([sys.executable, "-m", "numgrad.compiler.backends.cuda.ptx",
-                           str(path)], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = compile_for_sm90(kernels, tmp_path)
     assert len(report) == len(kernels) > 40
     failed = [(r["name"], r.get("error")) for r in report if not r["ok"]]
     assert not failed, failed
