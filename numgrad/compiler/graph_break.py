@@ -125,16 +125,20 @@ class GraphBreakPlan:
             if k == len(self._segments):
                 self._segments.append(self._make(k))
             seg = self._segments[k]
-            call = (args, kwargs, tuple(results))
-            try:
-                seg_plan, _ = seg._plan(call, {})
+            try:  # (the segment's own call, split to look at its plan before it runs)
+                seg_plan, seg_leaves = seg._plan((args, kwargs, tuple(results)), {})
             except TracingError:
                 seg_plan = None  # (a later segment needs a value a trace has not: eager)
-            if not _replayable(seg_plan):
+            ok = getattr(seg_plan, "_ng_replayable", None)
+            if ok is None:
+                ok = _replayable(seg_plan)
+                if seg_plan is not None:
+                    seg_plan._ng_replayable = ok
+            if not ok:
                 # Nothing observable ran yet (the earlier segments were replayable).
                 self.eager = True
                 return self.owner.fn(*args, **kwargs)
-            out = seg(*call)
+            out = seg_plan.run(seg_leaves)
             compute = self.computes.get(k, _END)
             if compute is _END:
                 return out
