@@ -121,7 +121,7 @@ def _like(x, a):
 
 
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
-           return_counts: bool = False, dim=None):
+           return_counts: bool = False, dim=None) -> Tensor | tuple[Tensor, ...]:
     """The distinct entries of ``input`` in increasing order (``torch.unique``; each NaN is
     distinct, as PyTorch's are), with ``return_inverse`` each entry's index among them and
     ``return_counts`` how often each occurs; with ``dim``, the distinct slices along ``dim``.
