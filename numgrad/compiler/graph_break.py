@@ -20,7 +20,9 @@ shape) and the eager engine runs it. A segment recomputes what it needs from bef
 
 A function the segments cannot replay exactly (in-place writes to its inputs, random draws,
 hooks: each would happen once per segment) runs eagerly for that signature; so does one whose
-later segment cannot be traced. Either way values, gradients and errors are eager mode's.
+later segment cannot be traced, or takes a gradient inside itself through a break's result
+(``ng.autograd.grad``: there the result is an input, ``_Boundary`` notices; a tensor first
+captured after the break is not watched). Either way values, gradients and errors are eager mode's.
 ``trace()``, ``source()`` and ``schedule()`` of such a signature raise the first trace's error,
 which names the line that broke the graph.
 """
@@ -30,6 +32,7 @@ import functools
 
 from numgrad.compiler import pytree
 from numgrad.compiler.autodiff import OutputHooks
+from numgrad.autograd.function import Function
 from numgrad.errors import TracingError
 from numgrad.ops import masked
 
@@ -48,21 +51,56 @@ class _Stop(BaseException):
 class _SegmentRun:
     """The break context of one segment's trace (``ops.masked.data_dependent`` calls it)."""
 
-    def __init__(self, results, stop_at, plan, k):
+    def __init__(self, results, stop_at, plan, k, args):
         self.results, self.stop_at, self.plan, self.k = results, stop_at, plan, k
         self.count = 0
+        self.args = args
+
+    def anchors(self):
+        """The traced tensors a gradient inside the function may be taken for: the
+        arguments and the tensors captured so far, that require grad."""
+        from numgrad.compiler.tracer import current_tracer
+        from numgrad.tensor import Tensor
+        tracer = current_tracer()
+        got = [t for t in pytree.flatten(self.args)[1] if isinstance(t, Tensor)]
+        got += list(getattr(tracer, "_lifted", {}).values())
+        return [t for t in got if t.requires_grad]
 
     def at_break(self, compute, tensors):
         n = self.count
         self.count += 1
         if n < self.stop_at:
-            return self.results[n]
+            r = self.results[n]
+            anchors = self.anchors()
+            if isinstance(r, tuple):
+                return tuple(_Boundary.apply(t, *anchors) if t.requires_grad else t for t in r)
+            return _Boundary.apply(r, *anchors) if r.requires_grad else r
         self.plan.computes[self.k] = compute
         raise _Stop(tuple(tensors))
 
 
+class _Boundary(Function):
+    """A break's result inside a later segment, where it is an input: the segment's derived
+    backward passes its gradient out (to the eager step's node) unchanged, but a gradient the
+    function itself asks for (``ng.autograd.grad`` inside it) would stop here and miss the
+    path through the break, so that trace fails and the signature runs eagerly."""
+
+    @staticmethod
+    def forward(ctx, x, *anchors):
+        # The anchors (the arguments, the captures so far) only make the engine see a path
+        # from here to them: a gradient for them walks through this node, not around it.
+        ctx.n = len(anchors)
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        if getattr(masked._segments, "run", None) is not None:  # the function is running
+            raise TracingError("a gradient through a graph break, taken inside the function")
+        return (g,) + (None,) * ctx.n
+
+
 def _segment(plan, k, args, kwargs, results):
-    run = _SegmentRun(results, k, plan, k)
+    run = _SegmentRun(results, k, plan, k, (args, kwargs))
     before = getattr(masked._segments, "run", None)
     masked._segments.run = run
     try:
@@ -127,8 +165,10 @@ class GraphBreakPlan:
             seg = self._segments[k]
             try:  # (the segment's own call, split to look at its plan before it runs)
                 seg_plan, seg_leaves = seg._plan((args, kwargs, tuple(results)), {})
-            except TracingError:
-                seg_plan = None  # (a later segment needs a value a trace has not: eager)
+            except Exception:  # noqa: BLE001  (the eager run raises the function's own error)
+                # A later segment needs a value a trace has not, or a gradient inside the
+                # function through a break's result (which is an input there).
+                seg_plan = None
             ok = getattr(seg_plan, "_ng_replayable", None)
             if ok is None:
                 ok = _replayable(seg_plan)

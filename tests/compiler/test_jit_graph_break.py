@@ -3,7 +3,8 @@ values, so the plan breaks there (compiler.graph_break): compiled segments, and 
 one eager step with the extent known at run time, forward and backward. Values, gradients and
 errors are PyTorch's; a new count reuses the segments (shape-generic after the second);
 functions that segments cannot replay exactly (in-place writes to inputs, random draws,
-hooks) run eagerly; x[mask] = scalar compiles without a break; trace() names the line."""
+hooks, a gradient taken inside through a break) run eagerly; x[mask] = scalar compiles
+without a break; trace() names the line."""
 from __future__ import annotations
 
 import numpy as np
@@ -62,6 +63,21 @@ def inplace_then_mask(x):
     return x[x > 1].sum()
 
 
+def grad_inside(x):
+    y = x.sin() * 3
+    loss = (y[y > 0] ** 2).sum()
+    (g,) = L(x).autograd.grad(loss, x, create_graph=True)  # x only through the break
+    (h,) = L(x).autograd.grad(loss + y.sum(), x, create_graph=True)  # and around it
+    return (g * x).sum() + (h * h).sum() + loss
+
+
+def grad_around(x):
+    y = x.sin() * 3
+    loss = (y[y > 0] ** 2).sum() + y.sum()
+    (h,) = L(x).autograd.grad(loss, x, create_graph=True)  # x through the break and around
+    return (h * h).sum()
+
+
 def item_after_break(x):
     z = x[x > 0]
     return x * z.sum().item()
@@ -70,7 +86,7 @@ def item_after_break(x):
 JITTED = {f.__name__: ng.jit(f) for f in (read, two_breaks, tuple_results, write_tensor,
                                            write_scalar,
                                            dropout_then_mask, inplace_then_mask,
-                                           item_after_break)}
+                                           grad_inside, grad_around, item_after_break)}
 
 
 def _compare(name, arrays, grads=True):
@@ -120,6 +136,8 @@ def test_what_segments_cannot_replay_runs_eagerly():
     np.testing.assert_array_equal(x.numpy(), X + 1)  # written once, not once per segment
     assert got.item() == want.item()
     _compare("item_after_break", [X], grads=False)  # .item() of a break's result
+    _compare("grad_inside", [X])  # a gradient through the break, taken inside
+    _compare("grad_around", [X])
 
 
 def test_errors_are_eagers():
