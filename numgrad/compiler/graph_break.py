@@ -106,11 +106,24 @@ def _segment(plan, k, args, kwargs, results):
     try:
         out = plan.owner.fn(*args, **kwargs)
     except _Stop as stop:
-        return stop.tensors
+        out = stop.tensors
+    else:
+        plan.computes[k] = _END
     finally:
         masked._segments.run = before
-    plan.computes[k] = _END
+    if k and _derived_inside():
+        # ng.grad / value_and_grad inside the function: their gradients for its arguments
+        # would miss every path through the breaks before this segment (inputs here).
+        raise TracingError("a gradient through a graph break, taken inside the function")
     return out
+
+
+def _derived_inside():
+    """Whether the running trace recorded a derived backward (``ng.grad``, ``value_and_grad``
+    and ``ng.func.grad`` mark theirs) while the function ran."""
+    from numgrad.compiler.tracer import current_tracer
+    tracer = current_tracer()
+    return tracer is not None and any(e.ann.get("bwd") for e in tracer.graph.eqns)
 
 
 def _replayable(seg_plan):
