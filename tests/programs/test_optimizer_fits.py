@@ -23,7 +23,7 @@ def test_every_optimizer_and_schedule_has_a_setup():
     used = {n for n in optimizers if f"torch.optim.{n}(" in text}
     assert used == {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
                     "NAdam", "RAdam", "LBFGS"}
-    assert len(SETUPS) >= 24
+    assert len(SETUPS) >= 27
 
 
 @pytest.mark.parametrize("setup", SETUPS)
