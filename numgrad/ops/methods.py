@@ -14,7 +14,7 @@ from numgrad.grad_mode import no_grad
 from numgrad.ops import elementwise as E, reduction as R, layout as L, indexing as I
 from numgrad.ops import linalg, inplace, special as SP, composites as C, api
 from numgrad.ops import logical, sorting
-from numgrad.ops import keywords, new_tensors, products, exposure
+from numgrad.ops import keywords, new_tensors, products, exposure, masked, contiguity, small_math
 from numgrad.ops.registry import REGISTRY
 from numgrad.ops.wrapped import pow
 from numgrad.ops.inplace import apply_inplace
@@ -311,6 +311,12 @@ _METHODS.update({
     "type": new_tensors.type_, **{n: getattr(new_tensors, n) for n in (
         "new_ones", "new_zeros", "new_empty", "new_full", "new_tensor")},
 })
+_METHODS.update({n: getattr(masked, n) for n in ("masked_select", "nonzero", "argwhere",
+                                                  "unique")})
+_METHODS.update({n: getattr(contiguity, n) for n in ("contiguous", "is_contiguous")})
+_METHODS.update({n: getattr(small_math, n) for n in (
+    "isfinite", "isnan", "isinf", "floor", "ceil", "trunc", "frac", "square", "reciprocal",
+    "rsqrt", "lerp", "addcmul", "addcdiv", "dot", "outer")})
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
 # first is self, so input= is not a method's keyword).
 _METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()

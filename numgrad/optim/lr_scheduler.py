@@ -141,3 +141,5 @@ class CosineAnnealingLR(LRScheduler):
 from numgrad.optim.schedules import (  # noqa: E402,F401  (they build on LRScheduler above)
     LambdaLR, MultiStepLR, ExponentialLR, LinearLR, SequentialLR, ReduceLROnPlateau,
     OneCycleLR)
+from numgrad.optim.factor_schedules import (  # noqa: E402,F401
+    ConstantLR, MultiplicativeLR, PolynomialLR)
