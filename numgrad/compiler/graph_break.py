@@ -131,7 +131,7 @@ def _replayable(seg_plan):
     tr = getattr(seg_plan, "traced", None)
     if tr is None:
         return False
-    return not (tr.writebacks or tr.leaf_hooks or any(
+    return not (tr.effects.writebacks or tr.effects.leaf_hooks or any(
         e.prim.random or "calls_user" in e.prim.effects
         and not isinstance(e.params.get("fn"), OutputHooks)  # (the runtime's own)
         for e in tr.graph.eqns))

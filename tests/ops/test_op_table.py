@@ -537,6 +537,7 @@ def _setitem(m, x, v):
 
 OPS += [  # registry rows no case above reached (test_every_registry_row_has_a_case)
     OpInfo("clone", lambda m, x: x.clone(), UNARY_SMALL),
+    OpInfo("contiguous", lambda m, x: x.t().contiguous() * 2, [S(T((2, 3)))]),
     OpInfo("ng.hypot", lambda m, x, y: m.hypot(x, y), BINARY[:3]),
     OpInfo("ng.logical_not", lambda m, x: m.logical_not(x > 0), UNARY_SMALL,
            differentiable=False),
