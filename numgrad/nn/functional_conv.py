@@ -13,6 +13,8 @@ import numpy as np
 
 from numgrad import ops
 from numgrad.ops.conv import col2im, im2col, max_pool, named, window_shape
+from numgrad.ops.convolution import conv
+from numgrad.ops.losses import fused
 from numgrad.ops.indexing import index_add_p
 from numgrad.tensor import Tensor
 
@@ -193,6 +195,11 @@ def _convnd(n, input, weight, bias, stride, padding, dilation, groups, name):
     stride = _tuple(stride, n, "stride")
     dilation = _tuple(dilation, n, "dilation")
     pairs = _conv_padding(padding, n, kernel, dilation, stride)
+    spatial = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pairs))
+    if (fused(x, weight, bias) and all(lo == hi for lo, hi in pairs)
+            and all(s >= d * (k - 1) + 1 for s, k, d in zip(spatial, kernel, dilation))):
+        out = conv(x, weight, bias, stride, [lo for lo, _ in pairs], dilation, groups)
+        return ops.squeeze(out, 0) if unbatched else out  # eager: two primitives
     x = _constant_pad(x, pairs)
     spatial = x.shape[2:]
     if any(s < d * (k - 1) + 1 for s, k, d in zip(spatial, kernel, dilation)):
