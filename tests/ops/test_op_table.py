@@ -790,6 +790,12 @@ ELSEWHERE = {
     "max_pool": "tests/ops/test_max_pool_primitive.py",
     "max_pool_gather": "tests/ops/test_max_pool_primitive.py",
     "max_pool_scatter": "tests/ops/test_max_pool_primitive.py",
+    # the eager convolution, its windows and their gradients, every order against torch
+    "conv": "tests/ops/test_convolution.py",
+    "conv_cols_grad": "tests/ops/test_convolution.py",
+    "conv_weight_grad": "tests/ops/test_convolution.py",
+    "conv_windows": "tests/ops/test_convolution.py",
+    "conv_windows_add": "tests/ops/test_convolution.py",
 }
 
 
