@@ -17,8 +17,10 @@ many nodes. Eagerly on NumPy payloads it is two here:
 
 The backward rules run one NumPy kernel each, or, when a graph of the backward is being
 recorded (``create_graph``), the same products in numgrad ops, so every order of derivative
-follows. While ``@ng.jit`` traces, under ``vmap``, forward mode or on a device the caller
-takes the composite instead (``ops.losses.fused`` says when): these rows are ``jit=False``.
+follows. ``@ng.jit`` runs them as NumPy steps between its kernels, as it ran ``im2col``
+and ``col2im`` (LeNet's ``jit(value_and_grad)`` step 1.27x -> 1.04x torch eager); under
+``vmap``, forward mode or on a device the caller takes the composite instead
+(``nn.functional_conv._conv_primitive`` says when).
 """
 from __future__ import annotations
 
@@ -77,11 +79,11 @@ def _windows_add(g, shape, kernel, stride, dilation, padding):
 
 
 conv_windows_p = defop("conv_windows", inputs=("x",), params=_GEOM, impl=_windows,
-                       node="Im2ColBackward0", jit=False,
+                       node="Im2ColBackward0",
                        abstract=lambda x, kernel, stride, dilation, padding: (
                            _windows_shape(x, kernel, stride, dilation, padding), x.dtype))
 conv_windows_add_p = defop("conv_windows_add", inputs=("g",), params=("shape",) + _GEOM,
-                           impl=_windows_add, node="Col2ImBackward0", jit=False,
+                           impl=_windows_add, node="Col2ImBackward0",
                            abstract=lambda g, shape, kernel, stride, dilation, padding: (
                                tuple(shape), g.dtype))
 conv_windows_p.defvjp(lambda g, x_shape, kernel, stride, dilation, padding: conv_windows_add_p(
@@ -145,15 +147,15 @@ def _weight_grad(g, cols, groups, w_shape):
 
 
 conv_p = defop("conv", inputs=("cols", "w", "b"), params=("groups",), impl=_conv,
-               node="ConvolutionBackward0", jit=False,
+               node="ConvolutionBackward0",
                abstract=lambda cols, w, b, groups: (_out_shape(cols.shape, w.shape),
                                                     np.dtype(w.dtype)))
 conv_cols_grad_p = defop("conv_cols_grad", inputs=("g", "w"), params=("groups", "cols_shape"),
-                         impl=_cols_grad, jit=False,
+                         impl=_cols_grad,
                          abstract=lambda g, w, groups, cols_shape: (tuple(cols_shape),
                                                                     np.dtype(g.dtype)))
 conv_weight_grad_p = defop("conv_weight_grad", inputs=("g", "cols"),
-                           params=("groups", "w_shape"), impl=_weight_grad, jit=False,
+                           params=("groups", "w_shape"), impl=_weight_grad,
                            abstract=lambda g, cols, groups, w_shape: (tuple(w_shape),
                                                                       np.dtype(g.dtype)))
 
