@@ -204,8 +204,8 @@ def _conv_primitive(x, weight, bias):
             return False
         interp = getattr(t._data, "_ng_interpreter", None)
         if (interp is None and type(t._data) is not np.ndarray
-                or getattr(interp, "_ng_depth", 0)):
-            return False
+                or getattr(interp, "_ng_depth", 0) or getattr(interp, "on_device", False)):
+            return False  # a plan for a device traces the composite: its matmuls run there
     return True
 
 

@@ -121,3 +121,14 @@ def test_vmap_and_forward_mode_match_torch():
         y = F.conv2d(fwad.make_dual(ng.tensor(x[0]), ng.tensor(t)), ng.tensor(w), padding=1)
         tangent = fwad.unpack_dual(y).tangent
     _close(tangent, TF.conv2d(torch.tensor(t), torch.tensor(w), padding=1))
+
+
+def test_a_plan_runs_the_primitives_on_the_cpu_and_the_composite_on_a_device():
+    x = ng.tensor(RNG.standard_normal((1, 2, 4, 4)))
+    w = ng.tensor(RNG.standard_normal((2, 2, 3, 3)))
+
+    def prims(*args):
+        return {e.prim.name for e in ng.jit(lambda x, w: F.conv2d(x, w)).trace(*args).eqns}
+    assert "conv" in prims(x, w)
+    if ng.cuda.is_available():
+        assert "conv" not in prims(x.cuda(), w.cuda())
