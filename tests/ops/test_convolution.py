@@ -1,7 +1,7 @@
 """ops.convolution's eager conv primitives against torch in float64: values, the node's
-name, first and second order over groups, stride, padding and dilation (both layouts of
-the windows' gradient: few channels and channels-last), conv1d, and the composite
-that @ng.jit, vmap and forward mode take instead agreeing with them."""
+name, first and second order over groups, stride, padding and dilation (grouped and
+ungrouped layouts of the windows' gradient), conv1d, the primitives under @ng.jit, and the
+composite that vmap, forward mode and device plans take instead agreeing with them."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +17,7 @@ RNG = np.random.default_rng(0)
 # (input shape, weight shape, stride, padding, dilation, groups)
 CASES = [
     ((2, 1, 6, 5), (3, 1, 3, 2), 1, 1, 1, 1),
-    ((2, 6, 5, 5), (4, 6, 2, 3), 1, 0, 1, 1),  # six channels: the channels-last gradient
+    ((2, 6, 5, 5), (4, 6, 2, 3), 1, 0, 1, 1),
     ((1, 6, 7, 6), (2, 6, 3, 3), 2, (1, 2), (2, 1), 1),
     ((2, 4, 6, 6), (6, 2, 3, 3), (2, 1), 1, 1, 2),
     ((1, 6, 5, 5), (6, 1, 2, 2), 1, 1, 2, 6),  # depthwise
