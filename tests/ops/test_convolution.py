@@ -132,3 +132,28 @@ def test_a_plan_runs_the_primitives_on_the_cpu_and_the_composite_on_a_device():
     assert "conv" in prims(x, w)
     if ng.cuda.is_available():
         assert "conv" not in prims(x.cuda(), w.cuda())
+
+
+def test_jacrev_and_hessian_through_the_rules_match_torch():
+    x, w = RNG.standard_normal((1, 2, 4, 4)), RNG.standard_normal((3, 2, 3, 3))
+    got = ng.func.jacrev(lambda x, w: F.conv2d(x, w, padding=1), argnums=(0, 1))(
+        ng.tensor(x), ng.tensor(w))
+    want = torch.func.jacrev(lambda x, w: TF.conv2d(x, w, padding=1), argnums=(0, 1))(
+        torch.tensor(x), torch.tensor(w))
+    for a, b in zip(got, want):
+        _close(a, b)
+    got = ng.func.hessian(lambda w: (F.conv2d(ng.tensor(x), w, padding=1) ** 3).sum())(
+        ng.tensor(w))
+    want = torch.func.hessian(lambda w: (TF.conv2d(torch.tensor(x), w, padding=1) ** 3).sum())(
+        torch.tensor(w))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-9)
+
+
+def test_a_weight_changed_in_place_after_the_forward_is_refused_as_torch_refuses():
+    (nx, nw), (tx, tw) = _both([(1, 2, 4, 4), (3, 2, 3, 3)])
+    for lib, x, w, conv in ((torch, tx, tw, TF.conv2d), (ng, nx, nw, F.conv2d)):
+        y = conv(x, w)
+        with lib.no_grad():
+            w.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
