@@ -1,10 +1,10 @@
-"""ops.convolution: an eager convolution as two primitives, PyTorch's ``ConvolutionBackward0``.
+"""ops.convolution: a CPU convolution as two primitives, PyTorch's ``ConvolutionBackward0``.
 
 Room: ops. Imports NumPy, the registry, grad mode and the ops its rules are written in.
 
 As a composite (``nn.functional_conv``) a convolution applied nine primitives (the padding's
 ``index_add``, ``im2col``, four reshapes, the matmul, the bias add, ``named``) and recorded as
-many nodes. Eagerly on NumPy payloads it is two here:
+many nodes. On NumPy payloads (eager, or traced for the CPU) it is two here:
 
 - ``conv_windows(x)``: the padded input's windows ``(N, C, *kernel, *out)``, one copy into a
   zero-padded buffer and one strided-view copy (no separate padding step); its vjp,
@@ -12,13 +12,14 @@ many nodes. Eagerly on NumPy payloads it is two here:
   offset) and crops the padding, and the two are each other's vjp;
 - ``conv(cols, w, b)``: one BLAS product per image of the weight matrix with those windows,
   the bias added in place; node ``ConvolutionBackward0``. Its backward reads the saved
-  windows for the weight's gradient (``g @ cols^T`` per image, summed) and the weight for
-  the windows' gradient (``w^T @ g``), so the windows are made once per step, forward.
+  windows for the weight's gradient (``cols @ g^T`` per image, summed) and the weight for
+  the windows' gradient (``w^T @ g``, laid out for ``conv_windows_add``'s adds), so the
+  windows are made once per step, forward.
 
 The backward rules run one NumPy kernel each, or, when a graph of the backward is being
 recorded (``create_graph``), the same products in numgrad ops, so every order of derivative
 follows. ``@ng.jit`` runs them as NumPy steps between its kernels, as it ran ``im2col``
-and ``col2im`` (LeNet's ``jit(value_and_grad)`` step 1.27x -> 1.04x torch eager); under
+and ``col2im`` (LeNet's ``jit(value_and_grad)`` step 1.2x -> 1.0x torch eager); under
 ``vmap``, forward mode or on a device the caller takes the composite instead
 (``nn.functional_conv._conv_primitive`` says when).
 """
@@ -159,14 +160,10 @@ conv_weight_grad_p = defop("conv_weight_grad", inputs=("g", "cols"),
                                                                       np.dtype(g.dtype)))
 
 
-def _recording():
-    """Whether the backward is itself being recorded (``create_graph``): then the rules
-    are written in numgrad ops, whose own rules give the next order."""
-    return is_grad_enabled()
-
-
+# Grad mode is on while the rules run only when the backward is itself recorded
+# (``create_graph``): then they are written in numgrad ops, whose rules give the next order.
 def _rule_cols(g, w, cols_shape, groups):
-    if not _recording():
+    if not is_grad_enabled():
         return conv_cols_grad_p(g, w, groups=groups, cols_shape=tuple(cols_shape))
     c4, w3 = _split(cols_shape, w.shape, groups)
     g4 = g.reshape(c4[:2] + (w3[1], c4[3]))
@@ -174,7 +171,7 @@ def _rule_cols(g, w, cols_shape, groups):
 
 
 def _rule_w(g, cols, w_shape, groups):
-    if not _recording():
+    if not is_grad_enabled():
         return conv_weight_grad_p(g, cols, groups=groups, w_shape=tuple(w_shape))
     c4, w3 = _split(cols.shape, w_shape, groups)
     g4 = g.reshape(c4[:2] + (w3[1], c4[3]))
@@ -188,8 +185,9 @@ conv_p.defvjp(lambda g, w, cols_shape, groups: _rule_cols(g, w, cols_shape, grou
 
 def conv(x, weight, bias, stride, padding, dilation, groups):
     """The convolution of ``x`` ``(N, C, *spatial)`` with ``weight`` (padding ``padding``
-    per spatial dim on both sides) as two eager primitives; ``bias`` may be None. The
-    caller has checked the arguments and that the kernels may run (``ops.losses.fused``).
+    per spatial dim on both sides) as two primitives; ``bias`` may be None. The caller has
+    checked the arguments and that the kernels may run
+    (``nn.functional_conv._conv_primitive``).
 
     >>> conv(ng.ones(1, 1, 3), ng.ones(1, 1, 2), None, (1,), (0,), (1,), 1)
     tensor([[[2., 2.]]])
