@@ -37,6 +37,10 @@ from numgrad.defaults import (set_default_dtype, get_default_dtype, set_default_
 from numgrad import accelerator
 from numgrad import cuda
 from numgrad.cuda import eager as _cuda_eager
+from numgrad.ops.masked import masked_select, nonzero, argwhere, unique
+from numgrad.ops.small_math import (isfinite, isnan, isinf, floor, ceil, trunc, frac, square,
+                                    reciprocal, rsqrt, lerp, addcmul, addcdiv, dot, outer,
+                                    numel, is_tensor, detach)
 from numgrad.ops import keywords as _keywords
 _keywords.install(globals())  # out= and axis= on the public functions, as PyTorch's take them
 

@@ -51,3 +51,9 @@ def where(filename, lineno) -> str:
         if named:
             return f"{named[0]} {named[1]}, line {lineno}"
     return f"{filename}:{lineno}"
+
+
+class DataDependentError(TracingError):
+    """An op whose result's shape depends on tensor values (``x[mask]``, ``nonzero``) met
+    while tracing. ``@ng.jit`` catches it and runs that signature eagerly (a graph break,
+    ``compiler.graph_break``); it reaches the user only from ``trace()`` or ``source()``."""

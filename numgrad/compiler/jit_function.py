@@ -25,6 +25,7 @@ import numpy as np
 
 import numgrad.config as config
 import numgrad.tracing_hook as tracing_hook
+import numgrad.compiler.graph_break as graph_break
 import numgrad.compiler.guards as guards
 import numgrad.compiler.progress as progress
 import numgrad.compiler.pytree as pytree
@@ -34,6 +35,7 @@ from numgrad.compiler.plan import Plan
 from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS, FLOATS, PlanCache
 from numgrad.compiler.static_args import StaticArgs
 from numgrad.compiler.tracer import current_tracer
+from numgrad.errors import DataDependentError
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 
@@ -226,7 +228,11 @@ class CompiledFunction:
             for i in weak:
                 leaves[i] = Tensor._make(np.array(leaves[i], np.float64))
             args, kwargs = pytree.unflatten(tree, leaves)
-        return Plan(self, args, kwargs, tree, leaves, grad, generic, weak)
+        try:
+            return Plan(self, args, kwargs, tree, leaves, grad, generic, weak)
+        except DataDependentError as exc:  # x[mask], nonzero: segments around eager steps
+            self.stats.traces += 1
+            return graph_break.GraphBreakPlan(self, tree, exc)
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)

@@ -26,3 +26,5 @@ from numgrad.nn.loss_extra import (  # noqa: F401
 from numgrad.nn.rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401,E501
 from numgrad.nn.attention import (MultiheadAttention, TransformerEncoderLayer,  # noqa: F401
                                   TransformerEncoder)
+from numgrad.nn.transformer import (TransformerDecoderLayer, TransformerDecoder,  # noqa: F401
+                                    Transformer)

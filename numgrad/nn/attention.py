@@ -12,6 +12,7 @@ import math
 
 import numgrad.creation as creation
 import numgrad.ops as ops
+import numgrad.tracing_hook as tracing_hook
 import numgrad.nn.functional as F
 import numgrad.nn.init as init
 from numgrad.nn.containers import ModuleList
@@ -72,10 +73,20 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         attn_mask = _causal(L, S, query)
     if attn_mask is not None:
         scores = _mask_scores(scores, attn_mask)
-    attn = F.softmax(scores, -1)
+    attn = _safe_softmax(scores)
     if dropout_p > 0.0:
         attn = F.dropout(attn, dropout_p, True)
     return ops.matmul(attn, value)
+
+
+def _safe_softmax(scores):
+    """``softmax(scores, -1)``, but 0 (not NaN) along a row whose every score is -inf (every
+    key masked), with a zero gradient there, as PyTorch's attention gives since 2.5."""
+    dead = ops.all(scores == _NEG_INF, -1, keepdim=True)
+    if tracing_hook.concrete(dead._data) and not ops.any(dead):
+        return F.softmax(scores, -1)  # eagerly, the common case: nothing to guard
+    live = ops.masked_fill(scores, dead, 0.0)  # no -inf - -inf: the backward stays finite
+    return ops.masked_fill(F.softmax(live, -1), dead, 0.0)
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -210,7 +221,9 @@ class MultiheadAttention(Module):
         mask = self._merged_mask(attn_mask, key_padding_mask, L, S, N, scores)
         if mask is not None:
             scores = scores + mask
-        attn = F.softmax(scores, -1)
+        # Without weights PyTorch takes its fused attention, whose softmax gives a row with
+        # every key masked zeros; the weights path gives NaN there.
+        attn = F.softmax(scores, -1) if need_weights else _safe_softmax(scores)
         if self.dropout > 0.0:
             attn = F.dropout(attn, self.dropout, self.training)
         out = ops.reshape(ops.transpose(ops.matmul(attn, v), 0, 1), (L, N, E))
@@ -253,6 +266,25 @@ def _activation(activation):
     return activation
 
 
+def _build_layer(layer, attentions, blocks, d_model, nhead, dim_feedforward, dropout,
+                 activation, layer_norm_eps, batch_first, norm_first, bias, kw):
+    """A transformer layer's submodules, registered in PyTorch's order (its parameters()
+    order, which optimizers and state_dicts follow): the attentions named ``attentions``,
+    the feed-forward block, then a norm and a dropout per residual block."""
+    for name in attentions:
+        setattr(layer, name, MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                batch_first=batch_first, **kw))
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+    layer.norm_first = norm_first
+    for i in range(1, blocks + 1):
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+    for i in range(1, blocks + 1):
+        setattr(layer, f"dropout{i}", Dropout(dropout))
+    layer.activation = _activation(activation)
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention then a feed-forward block, each with dropout, a residual connection and
     LayerNorm (after, or before with ``norm_first``) (``torch.nn.TransformerEncoderLayer``).
@@ -267,18 +299,9 @@ class TransformerEncoderLayer(Module):
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):
         super().__init__()
-        kw = dict(device=device, dtype=dtype)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
+        _build_layer(self, ("self_attn",), 2, d_model, nhead, dim_feedforward, dropout,
+                     activation, layer_norm_eps, batch_first, norm_first, bias,
+                     dict(device=device, dtype=dtype))
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,

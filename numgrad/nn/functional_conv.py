@@ -12,7 +12,10 @@ import math
 import numpy as np
 
 import numgrad.ops as ops
+import numgrad.tracing_hook as tracing_hook
 from numgrad.ops.conv import col2im, im2col, max_pool, named, window_shape
+from numgrad.ops.convolution import conv
+from numgrad.ops.losses import fused
 from numgrad.ops.indexing import index_add_p
 from numgrad.tensor import Tensor
 
@@ -186,6 +189,27 @@ def _check_conv(x, weight, groups, n, transposed=False):
                            % (groups, groups, list(weight.shape)))
 
 
+def _conv_primitive(x, weight, bias):
+    """Whether a convolution runs as ``ops.convolution``'s primitives: eagerly on NumPy
+    payloads, or traced by ``@ng.jit`` for the CPU with no ``vmap`` or forward-mode level
+    around the call (those, and devices, take the composite below, which they know)."""
+    if fused(x, weight, bias):
+        return True
+    if tracing_hook.capture is None or x.device.type != "cpu":
+        return False
+    for t in (x, weight, bias):
+        if t is None:
+            continue
+        if (not isinstance(t, Tensor) or t.dtype is not x.dtype or not t.is_floating_point()
+                or t.device.type != "cpu" or not t.numel()):
+            return False
+        interp = getattr(t._data, "_ng_interpreter", None)
+        if (interp is None and type(t._data) is not np.ndarray
+                or getattr(interp, "_ng_depth", 0) or getattr(interp, "on_device", False)):
+            return False  # a plan for a device traces the composite: its matmuls run there
+    return True
+
+
 def _convnd(n, input, weight, bias, stride, padding, dilation, groups, name):
     x, unbatched = _batched(input, n, name)
     _check_conv(x, weight, groups, n)
@@ -193,6 +217,11 @@ def _convnd(n, input, weight, bias, stride, padding, dilation, groups, name):
     stride = _tuple(stride, n, "stride")
     dilation = _tuple(dilation, n, "dilation")
     pairs = _conv_padding(padding, n, kernel, dilation, stride)
+    spatial = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pairs))
+    if (_conv_primitive(x, weight, bias) and all(lo == hi for lo, hi in pairs)
+            and all(s >= d * (k - 1) + 1 for s, k, d in zip(spatial, kernel, dilation))):
+        out = conv(x, weight, bias, stride, [lo for lo, _ in pairs], dilation, groups)
+        return ops.squeeze(out, 0) if unbatched else out  # eager: two primitives
     x = _constant_pad(x, pairs)
     spatial = x.shape[2:]
     if any(s < d * (k - 1) + 1 for s, k, d in zip(spatial, kernel, dilation)):

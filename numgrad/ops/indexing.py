@@ -31,13 +31,13 @@ def normalize_index(index, shape=None):
                 k = Tensor(k._data._ng_host())
             if type(k._data) is not np.ndarray:
                 if k._data.dtype.kind not in "iu":
-                    from numgrad.errors import TracingError, user_location
-                    raise TracingError(
+                    from numgrad.errors import DataDependentError, user_location
+                    raise DataDependentError(
                         f"indexing with a traced {k._data.dtype} tensor {user_location()}: a "
                         "boolean mask selects a data-dependent number of elements, so the "
-                        "result has no static shape and @ng.jit cannot compile it; use "
-                        "ng.where(mask, x, 0) to keep the shape, or pass the mask as a NumPy "
-                        "array (a compile-time constant)")
+                        "result has no static shape and @ng.jit runs this call eagerly (a "
+                        "graph break); to compile it, use ng.where(mask, x, 0) to keep the "
+                        "shape, or pass the mask as a NumPy array (a compile-time constant)")
                 out.append(_TracedIndex(k))  # a gather: its shape is the index's (static)
                 continue
             a = k._concrete()
@@ -220,8 +220,39 @@ index_put_p.defvjp(_index_put_x_vjp, lambda g, index: getitem_p(g, index=index))
 _late.index_put_p, _late.is_advanced = index_put_p, is_advanced  # (for ops.views)
 
 
+def _traced_masks(index):
+    """The positions in ``index`` (a tuple or one entry) of traced bool tensors, whose
+    counts decide the shape of what they select."""
+    from numgrad.ops.masked import traced
+    from numgrad.tensor import Tensor
+    entries = index if isinstance(index, tuple) else (index,)
+    return [i for i, k in enumerate(entries)
+            if isinstance(k, Tensor) and k.dtype.np == np.bool_ and traced(k)]
+
+
+def _with_masks(index, at, masks):
+    entries = list(index if isinstance(index, tuple) else (index,))
+    for i, m in zip(at, masks):
+        entries[i] = m
+    return tuple(entries)
+
+
+def _mask_message():
+    from numgrad.errors import user_location
+    return (f"indexing with a traced bool tensor {user_location()}: a boolean mask selects a "
+            "data-dependent number of elements, so the result has no static shape and @ng.jit "
+            "breaks the graph there (compiled segments around an eager step); "
+            "ng.where(mask, x, 0) keeps the shape and compiles as one graph")
+
+
 def getitem(x, index):
     """``x[index]`` with NumPy semantics (PyTorch's for the cases both define)."""
+    at = _traced_masks(index)
+    if at:  # a graph break (compiler.graph_break): computed eagerly between compiled segments
+        from numgrad.ops.masked import data_dependent
+        entries = index if isinstance(index, tuple) else (index,)
+        return data_dependent(_mask_message, lambda x, *ms: getitem(x, _with_masks(
+            index, at, ms)), x, *[entries[i] for i in at])
     index = normalize_index(index)
     template, idx = _stack_indices(index)
     if idx is not None:
@@ -261,6 +292,9 @@ def _check_bounds(shape, index):
 def index_put(x, index, value):
     """Out-of-place ``x[index] = value`` (the graph op behind ``__setitem__``)."""
     from numgrad.tensor import Tensor
+    at = _traced_masks(index)
+    if at:
+        return _index_put_traced_mask(x, index, at, value)
     index = normalize_index(index)
     _check_bounds(x.shape, index)
     if not isinstance(value, Tensor):
@@ -271,3 +305,26 @@ def index_put(x, index, value):
     if idx is not None:
         return index_put_at_p(x, value, idx, index=template)
     return index_put_p(x, value, index=index)
+
+
+def _index_put_traced_mask(x, index, at, value):
+    """``x[mask] = value`` with a traced mask: one value for every selected place is a
+    ``where`` (a static shape, so it compiles, and its gradients are the write's); otherwise
+    a graph break, the write computed eagerly between compiled segments."""
+    from numgrad.ops.elementwise import where
+    from numgrad.ops.layout import reshape
+    from numgrad.ops.masked import data_dependent
+    from numgrad.tensor import Tensor
+    entries = index if isinstance(index, tuple) else (index,)
+    mask = entries[at[0]]
+    if not isinstance(value, Tensor):
+        value = Tensor._make(np.asarray(value, x._data.dtype))
+    elif value.dtype is not x.dtype:
+        value = value.to(x.dtype)
+    if len(entries) == 1 and value.ndim == 0 and tuple(mask.shape) == tuple(
+            x.shape[:mask.ndim]):
+        m = mask if mask.ndim == x.ndim else reshape(mask, tuple(mask.shape) + (1,) * (
+            x.ndim - mask.ndim))
+        return where(m, value, x)
+    return data_dependent(_mask_message, lambda x, v, *ms: index_put(x, _with_masks(
+        index, at, ms), v), x, value, *[entries[i] for i in at])

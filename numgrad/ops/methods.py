@@ -26,6 +26,9 @@ import numgrad.ops.keywords as keywords
 import numgrad.ops.new_tensors as new_tensors
 import numgrad.ops.products as products
 import numgrad.ops.exposure as exposure
+import numgrad.ops.masked as masked
+import numgrad.ops.contiguity as contiguity
+import numgrad.ops.small_math as small_math
 from numgrad.ops.registry import REGISTRY
 from numgrad.ops.wrapped import pow
 from numgrad.ops.inplace import apply_inplace
@@ -322,6 +325,12 @@ _METHODS.update({
     "type": new_tensors.type_, **{n: getattr(new_tensors, n) for n in (
         "new_ones", "new_zeros", "new_empty", "new_full", "new_tensor")},
 })
+_METHODS.update({n: getattr(masked, n) for n in ("masked_select", "nonzero", "argwhere",
+                                                  "unique")})
+_METHODS.update({n: getattr(contiguity, n) for n in ("contiguous", "is_contiguous")})
+_METHODS.update({n: getattr(small_math, n) for n in (
+    "isfinite", "isnan", "isinf", "floor", "ceil", "trunc", "frac", "square", "reciprocal",
+    "rsqrt", "lerp", "addcmul", "addcdiv", "dot", "outer")})
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
 # first is self, so input= is not a method's keyword).
 _METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()

@@ -139,5 +139,6 @@ class CosineAnnealingLR(LRScheduler):
 
 
 # LambdaLR, MultiStepLR, ExponentialLR, LinearLR, SequentialLR, ReduceLROnPlateau and
-# OneCycleLR are entered here by optim.schedules, which builds on LRScheduler above
-# (optim/__init__ imports it): this module imports nothing of it.
+# OneCycleLR (optim.schedules), ConstantLR, MultiplicativeLR and PolynomialLR
+# (optim.factor_schedules) are entered here by their modules, which build on LRScheduler
+# above (optim/__init__ imports them): this module imports nothing of them.

@@ -64,6 +64,9 @@ EXEMPT.update(dict.fromkeys(
     "NumPy step (ops.recurrent)"))
 EXEMPT.update(dict.fromkeys(("max_pool", "max_pool_scatter", "max_pool_gather"),
                             "NumPy step (ops.conv; tests/nn/test_nn_conv_pool.py)"))
+EXEMPT.update(dict.fromkeys(("conv", "conv_windows", "conv_windows_add", "conv_cols_grad",
+                             "conv_weight_grad"),
+                            "NumPy step, the same impl in both modes (tests/ops/test_convolution.py)"))
 EXPONENTS = (0, 1, 2, 3, -1, -2, 0.5, -0.5, 1.5, 2.5, -1.5, 0.25)
 CLAMPS = ((0.0, None), (None, 0.0), (-1.0, 1.0), (0.0, 0.0), (-0.0, None))
 REDUCTIONS = ("sum", "mean", "amax", "amin")

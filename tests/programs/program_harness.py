@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 
 import numpy as np
@@ -62,8 +63,12 @@ def _exec(source, path):
     return out.getvalue()
 
 
-def run_both(path):
-    """``(torch_output, numgrad_output)`` of the program at ``path``."""
+def run_both(path, env=None):
+    """``(torch_output, numgrad_output)`` of the program at ``path``, with the environment
+    variables ``env`` set while both run (a program that runs one of several setups)."""
+    if env:
+        with _environ(env):
+            return run_both(path)
     import torch
 
     import numgrad as ng
@@ -81,6 +86,20 @@ def run_both(path):
     with _sync_weights(ng.nn.Module, None, load, records):
         got = _exec(to_numgrad(source), path)
     return want, got
+
+
+@contextlib.contextmanager
+def _environ(env):
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
 
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")

@@ -197,6 +197,22 @@ def render_only(fn, *args):
     return [k for key, k in log.items() if key not in before]
 
 
+def compile_for_sm90(kernels, tmp_path):
+    """The ptx module's report (one dict per kernel) of compiling ``kernels`` for sm_90, in a
+    subprocess with the simulator off (it replaces numba.cuda in this one)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    path = tmp_path / "kernels.json"
+    path.write_text(json.dumps(kernels))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    proc = subprocess.run([sys.executable, "-m", "numgrad.compiler.backends.cuda.ptx",
+                           str(path)], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def rendered_log():
     """Every CUDA kernel rendered since the first call (the renderer's log, turned on)."""
     from numgrad.compiler.backends.cuda import renderer

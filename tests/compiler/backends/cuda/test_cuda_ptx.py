@@ -17,10 +17,6 @@ the session rendered instead (the op table's too: a few minutes).
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -28,6 +24,7 @@ import numgrad as ng
 from numgrad import config
 from cuda_cases import GENERIC_SHAPES, KERNELS, big_product, generic_args, generic_case
 from cuda_cases import render_generic, render_only, rendered_log, require_simulator, run_all
+from cuda_cases import compile_for_sm90
 from cuda_cases import w3_full, w4_full
 from cuda_cases import _mlp as mlp
 from cuda_cases import _w2 as w2
@@ -72,13 +69,7 @@ def test_every_matrix_kernel_compiles_for_sm90(tmp_path, record_property):
     names = {k[0] for k in kernels}
     assert any(n.startswith("_w2_fwd") for n in names)
     assert any(n.startswith("_w4_bwd") for n in names)
-    path = tmp_path / "kernels.json"
-    path.write_text(json.dumps(kernels))
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    proc = subprocess.run([sys.executable, "-m", "numgrad.compiler.backends.cuda.ptx",
-                           str(path)], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = compile_for_sm90(kernels, tmp_path)
     lines = [f"{r['name']:<44} regs {r.get('registers')!s:>4}  spills "
              f"{r.get('spill_stores', '?')}/{r.get('spill_loads', '?')}  smem {r.get('shared')}"
              for r in report]
