@@ -1,6 +1,6 @@
 """ops.linear: ``F.linear`` as one eager primitive (PyTorch's ``addmm`` / ``mm``).
 
-Room: ops. Imports NumPy, the registry, ops.linalg and ops.losses' ``fused`` test.
+Room: ops. Imports the registry, ops.layout, ops.linalg and ops.losses' ``fused`` test.
 
 As a composite, ``linear(x, W, b)`` ran three ops and recorded three nodes per call
 (``W.T``, ``x @ W.T``, ``+ b``), and its backward three transposes more (matmul's rules
@@ -19,13 +19,13 @@ back to matmul and transposes the same way.
 """
 from __future__ import annotations
 
+from numgrad.ops.layout import reshape, transpose
 from numgrad.ops.linalg import matmul_p
 from numgrad.ops.losses import fused
 from numgrad.ops.registry import defop
 
 
 def _mT(t):
-    from numgrad.ops.layout import transpose
     return transpose(t, -1, -2)
 
 
@@ -83,9 +83,10 @@ mm_tn_p.defvjp(lambda g, b: mm_nt(b, g), lambda g, a: matmul_p(a, g))
 
 def linear(x, w, b=None):
     """``x @ w.T + b`` as one node for a 2-D ``x`` and ``w`` and a bias of shape
-    ``(out_features,)`` (or None), all of one floating dtype on NumPy; None where the
-    caller's composite must run (see ``ops.losses.fused``), which also raises PyTorch's
-    errors for mismatched shapes or dtypes.
+    ``(out_features,)`` or None, all of one floating dtype on NumPy (a contiguous N-D ``x``
+    is viewed as 2-D around that node, as PyTorch does); None where the caller's
+    composite must run (see ``ops.losses.fused``), which also raises PyTorch's errors
+    for mismatched shapes or dtypes.
 
     >>> linear(ng.ones(2, 3), ng.ones(4, 3), ng.zeros(4)).shape
     (2, 4)
@@ -93,10 +94,15 @@ def linear(x, w, b=None):
     if not fused(x, w, b):
         return None
     xd, wd = x._data, w._data
-    if xd.ndim != 2 or wd.ndim != 2 or xd.shape[1] != wd.shape[1]:
+    if wd.ndim != 2 or xd.ndim < 2 or xd.shape[-1] != wd.shape[1]:
         return None
-    if b is None:
-        return mm_nt_p(x, w)
-    if b._data.shape != wd.shape[:1]:
+    if b is not None and b._data.shape != wd.shape[:1]:
         return None
-    return addmm_p(x, w, b)
+    if xd.ndim > 2:
+        # PyTorch's: a contiguous (..., in) input is viewed as 2-D around one addmm
+        # (ViewBackward0 over AddmmBackward0); another layout runs the composite.
+        if not xd.flags.c_contiguous:
+            return None
+        out = linear(reshape(x, (-1, xd.shape[-1])), w, b)
+        return reshape(out, xd.shape[:-1] + wd.shape[:1])
+    return mm_nt_p(x, w) if b is None else addmm_p(x, w, b)

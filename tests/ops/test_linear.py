@@ -95,6 +95,29 @@ def test_other_ranks_and_bias_shapes_take_the_composite_as_torch():
         _close(b.grad, tb.grad)
 
 
+def test_a_contiguous_batch_is_viewed_around_one_node_as_in_torch():
+    xa = RNG.standard_normal((2, 5, 3))
+    (x, tx), (w, tw), (b, tb) = _pair(xa), _pair(W), _pair(B)
+    out, ref = F.linear(x, w, b), TF.linear(tx, tw, tb)
+    _close(out, ref)
+    names = [out.grad_fn.name(), out.grad_fn.next_functions[0][0].name()]
+    assert names == [ref.grad_fn.name(), ref.grad_fn.next_functions[0][0].name()] \
+        == ["ViewBackward0", "AddmmBackward0"]
+    gs = RNG.standard_normal((2, 5, 4))
+    out.backward(ng.tensor(gs))
+    ref.backward(torch.tensor(gs))
+    for a, t in ((x, tx), (w, tw), (b, tb)):
+        _close(a.grad, t.grad)
+    # Another layout: the composite, the values and gradients the same.
+    (x2, tx2) = _pair(xa)
+    out = F.linear(x2.transpose(0, 1), w)
+    ref = TF.linear(tx2.transpose(0, 1), tw)
+    _close(out, ref)
+    (out * out).sum().backward()
+    (ref * ref).sum().backward()
+    _close(x2.grad, tx2.grad)
+
+
 def test_errors_match_torch():
     x, w = ng.tensor(X, requires_grad=True), ng.tensor(W)
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied "
