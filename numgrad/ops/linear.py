@@ -59,7 +59,7 @@ def mm_nt(x, w):
     """``x @ w.T`` for 2-D ``x`` (n, k) and ``w`` (m, k), without a transpose node.
 
     >>> mm_nt(ng.ones(2, 3), ng.ones(4, 3)).shape
-    (2, 4)
+    torch.Size([2, 4])
     """
     return mm_nt_p(x, w) if fused(x, w) else matmul_p(x, _mT(w))
 
@@ -68,7 +68,7 @@ def mm_tn(a, b):
     """``a.T @ b`` for 2-D ``a`` (k, n) and ``b`` (k, m), without a transpose node.
 
     >>> mm_tn(ng.ones(3, 2), ng.ones(3, 4)).shape
-    (2, 4)
+    torch.Size([2, 4])
     """
     return mm_tn_p(a, b) if fused(a, b) else matmul_p(_mT(a), b)
 
@@ -88,8 +88,9 @@ def linear(x, w, b=None):
     composite must run (see ``ops.losses.fused``), which also raises PyTorch's errors
     for mismatched shapes or dtypes.
 
-    >>> linear(ng.ones(2, 3), ng.ones(4, 3), ng.zeros(4)).shape
-    (2, 4)
+    >>> linear(ng.ones(2, 3), ng.ones(4, 3), ng.zeros(4))
+    tensor([[3., 3., 3., 3.],
+            [3., 3., 3., 3.]])
     """
     if not fused(x, w, b):
         return None
