@@ -206,3 +206,20 @@ def test_vmap_of_the_gradient_of_an_eager_graph():
     want = [torch.autograd.grad(ref, (tx, tw), torch.tensor(g), retain_graph=True) for g in gs]
     for i in range(2):
         _close(got[i], torch.stack([wi[i] for wi in want]))
+
+
+def test_func_hessians_match_torch():
+    # jacrev over jacrev: the rules of the eager nodes differentiated again; hessian is
+    # forward over reverse, so there the composite runs under the jvp level.
+    def f(w):
+        return F.linear(ng.tensor(X), w, ng.tensor(B)).tanh().sum()
+
+    def tf(w):
+        return TF.linear(torch.tensor(X), w, torch.tensor(B)).tanh().sum()
+
+    for name in ("hessian", "jacrev"):
+        got = getattr(ng.func, name)(f)(ng.tensor(W))
+        want = getattr(torch.func, name)(tf)(torch.tensor(W))
+        _close(got, want)
+    _close(ng.func.jacrev(ng.func.jacrev(f))(ng.tensor(W)),
+           torch.func.jacrev(torch.func.jacrev(tf))(torch.tensor(W)))
