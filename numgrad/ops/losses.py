@@ -73,13 +73,19 @@ def _scale(g, shape, reduction):
 
 
 # ----------------------------------------------------------------- log_softmax
+# The reductions as ufunc methods and the last steps in place: ndarray.max / .sum's Python
+# wrappers and two temporaries cost ~2 us of a 32x10 call; the same operations in the same
+# order, so the same bits.
 def _log_softmax(x, dim):
-    shifted = x - x.max(axis=dim, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+    shifted = x - np.maximum.reduce(x, axis=dim, keepdims=True)
+    total = np.add.reduce(np.exp(shifted), axis=dim, keepdims=True)
+    return np.subtract(shifted, np.log(total, out=total), out=shifted)
 
 
 def _log_softmax_backward(grad, logp, dim):
-    return grad - np.exp(logp) * grad.sum(axis=dim, keepdims=True)
+    scaled = np.exp(logp)
+    np.multiply(scaled, np.add.reduce(grad, axis=dim, keepdims=True), out=scaled)
+    return np.subtract(grad, scaled, out=scaled)
 
 
 log_softmax_p = defop("log_softmax", inputs=("x",), params=("dim",), impl=_log_softmax,
