@@ -38,11 +38,16 @@ def _np_relu(x):
 
 def _np_clamp(x, min, max):
     # torch.clamp is min(max(x, lo), hi) with the rule above: clamp(-0, min=0) is -0
-    # (np.clip gives +0) and NaN passes.
+    # (np.clip gives +0) and NaN passes. np.maximum / np.minimum are that rule wherever the
+    # bound is a nonzero number (equal nonzero values have the same bits) and take half
+    # np.where's time; at a zero bound their SIMD loops may pick either zero's sign, and a
+    # NaN bound keeps x here (as the compiled helpers do), so np.where serves those.
     if min is not None:
-        x = np.where(x < min, np.asarray(min, x.dtype), x)
+        lo = x.dtype.type(min)
+        x = np.maximum(x, lo) if lo and lo == lo else np.where(x < lo, lo, x)
     if max is not None:
-        x = np.where(x > max, np.asarray(max, x.dtype), x)
+        hi = x.dtype.type(max)
+        x = np.minimum(x, hi) if hi and hi == hi else np.where(x > hi, hi, x)
     return x
 
 

@@ -54,6 +54,8 @@ EXEMPT = {
     "threshold_backward": "eager only: relu's backward (ops.threshold)",
     "mse_loss": "eager only (ops.losses)", "binary_cross_entropy": "eager only (ops.losses)",
     "binary_cross_entropy_with_logits": "eager only (ops.losses)",
+    "addmm": "eager only: traced, F.linear decomposes (ops.linear)",
+    "mm_nt": "eager only (ops.linear)", "mm_tn": "eager only (ops.linear)",
 }
 # The fused recurrent cells and their gradients: NumPy steps, the same impl in both modes
 # (tests/ops/test_recurrent.py).
