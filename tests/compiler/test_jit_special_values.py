@@ -30,7 +30,7 @@ LIBM = {"pow", "pow_scalar", "expm1", "log1p"}
 
 # Primitives the sweep does not call one by one, and why.
 EXEMPT = {
-    "reshape": "data movement (exact by construction)",
+    "reshape": "data movement (exact by construction)", "contiguous": "data movement",
     "permute": "data movement", "expand": "data movement", "cat": "data movement",
     "stack": "data movement", "getitem": "data movement", "index_add": "NumPy step",
     "index_put": "NumPy step", "gather": "NumPy step (tests/compiler/test_jit_tensor_indexing.py)",
