@@ -32,11 +32,18 @@ def test_integer_clamp_matches_torch():
         np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
-_clamp_nan = ng.jit(lambda x: (x.clamp(min=NAN), x.clamp(max=NAN)))
+_clamp_nan = ng.jit(lambda x: (x.clamp(min=NAN), x.clamp(max=NAN), x.clamp(NAN, 1.0),
+                               x.clamp(-1.0, NAN)))
 
 
-def test_a_nan_bound_agrees_with_jit():
-    # PyTorch gives NaN everywhere; numgrad's compiled helpers keep x, and eager agrees.
-    x = ng.tensor(V)
-    for got, want in zip((x.clamp(min=NAN), x.clamp(max=NAN)), _clamp_nan(x)):
-        np.testing.assert_array_equal(got.numpy(), want.numpy())
+def test_a_nan_bound_gives_nan_everywhere_as_torch_eager_and_jit():
+    x, tx = ng.tensor(V, requires_grad=True), torch.tensor(V, requires_grad=True)
+    kws = (dict(min=NAN), dict(max=NAN), dict(min=NAN, max=1.0), dict(min=-1.0, max=NAN))
+    for kw, compiled in zip(kws, _clamp_nan(x.detach())):
+        got, want = x.clamp(**kw), tx.clamp(**kw)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        np.testing.assert_array_equal(compiled.numpy(), want.detach().numpy())
+        got.sum().backward()
+        want.sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+        x.grad = tx.grad = None
