@@ -1,6 +1,6 @@
 """Every op in the registry gives under @ng.jit what it gives eagerly, at special values.
 
-Issue 9 item 5: the fused kernels (and the vector math) must agree with eager mode at
+The fused kernels (and the vector math) must agree with eager mode at
 +-inf, NaN, +-0, the smallest normals and the largest finites, and on empty extents,
 for forward values and gradients. The sweep is built from the op registry, so a new
 op is swept without editing this file (or must be listed in EXEMPT with a reason).
