@@ -50,7 +50,7 @@ def _worktree(rev, where):
 
 def _run(tree, bench_args, out, cache):
     env = dict(os.environ, NUMGRAD_CACHE_DIR=str(cache), PYTHONPATH=str(tree))
-    # bench.runner, not ``numgrad bench``: revisions before issue 15 had a CLI that
+    # bench.runner, not ``numgrad bench``: older revisions had a CLI that
     # passed only some of the runner's options through.
     cmd = [sys.executable, "-m", "bench.runner", "--quick", "--no-plot", "--rounds", "3",
            "--out-dir", str(out)] + bench_args

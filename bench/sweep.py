@@ -1,5 +1,5 @@
 """W2 from 1e3 to 1e8 elements against the memory-bandwidth floor, W3 beside it, and
-issue 15's goals checked on the result.
+the performance goals checked on the result.
 
 Each (workload, system, size, dtype) runs in a fresh process, so peak memory is the
 system's own (a process sets only its own library's threads: importing torch alone
@@ -209,7 +209,7 @@ def table(rows):
 
 
 def goals(rows):
-    """Issue 15's goals 1-4 as (goal, measured, met) on this run's rows (None: not run)."""
+    """The goals 1-4 of docs/performance.md as (goal, measured, met) on this run's rows (None: not run)."""
     out = []
     vg = [r for r in rows if r["workload"] == "W2" and r["system"] == "numgrad jit v&g"
           and 10 ** 5 <= r["n"] <= 10 ** 8]

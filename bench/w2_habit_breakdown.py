@@ -1,5 +1,5 @@
 """Where the PyTorch-habit path's time goes: W2 through ``@ng.jit`` called, then
-``.backward()``, against one ``jit(value_and_grad)`` call (issue 15, goal 2).
+``.backward()``, against one ``jit(value_and_grad)`` call (the sweep's goal 2).
 
     python bench/w2_habit_breakdown.py [n ...] [--dtype float32] [--reps 30]
 

@@ -12,7 +12,7 @@ MODULES = ["numgrad", "numgrad.tensor", "numgrad.creation", "numgrad.autograd.en
            "numgrad.compiler", "numgrad.compiler.transforms", "numgrad.viz",
            "numgrad.autograd.function", "numgrad.autograd.gradcheck", "numgrad.autograd.graph",
            "numgrad.utils.checkpoint", "numgrad.ops.registry", "numgrad.ops.losses",
-           "numgrad.ops.threshold"]
+           "numgrad.ops.threshold", "numgrad.ops.linear"]
 
 
 @pytest.mark.parametrize("name", MODULES)

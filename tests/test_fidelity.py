@@ -1,4 +1,4 @@
-"""Issue 11: corners where a PyTorch (or JAX) user's habits must carry over.
+"""Corners where a PyTorch (or JAX) user's habits must carry over.
 
 Each test compares with torch 2.13 (torch.func for the transforms) and runs eagerly and,
 where a compiled function can take part, through ``@ng.jit`` (the reference backend: the

@@ -164,8 +164,14 @@ def _smoothing(logp, target, weight, ignore_index, reduction, dim):
     return total / ops.sum(ops.where(hit, _along(weight, dim, logp.ndim), 0))
 
 
+from numgrad.ops.linear import linear as _linear_node  # noqa: E402
+
+
 def linear(input, weight, bias=None) -> Tensor:
     """``input @ weight.T + bias``."""
+    fused = _linear_node(input, weight, bias)  # one node eagerly (AddmmBackward0 / MmBackward0)
+    if fused is not None:
+        return fused
     out = ops.matmul(input, ops.t(weight) if weight.ndim == 2 else weight)
     return out if bias is None else out + bias
 

@@ -39,11 +39,17 @@ def _np_relu(x):
 
 def _np_clamp(x, min, max):
     # torch.clamp is min(max(x, lo), hi) with the rule above: clamp(-0, min=0) is -0
-    # (np.clip gives +0) and NaN passes.
+    # (np.clip gives +0) and NaN passes. np.maximum / np.minimum are that rule wherever the
+    # bound is a nonzero number (equal nonzero values have the same bits) and take half
+    # np.where's time; at a zero bound their SIMD loops may pick either zero's sign, so
+    # np.where serves that one. A NaN bound gives NaN everywhere, as in PyTorch (and
+    # np.maximum / np.minimum propagate it).
     if min is not None:
-        x = np.where(x < min, np.asarray(min, x.dtype), x)
+        lo = x.dtype.type(min)
+        x = np.maximum(x, lo) if lo else np.where(x < lo, lo, x)
     if max is not None:
-        x = np.where(x > max, np.asarray(max, x.dtype), x)
+        hi = x.dtype.type(max)
+        x = np.minimum(x, hi) if hi else np.where(x > hi, hi, x)
     return x
 
 

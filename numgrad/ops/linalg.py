@@ -71,6 +71,9 @@ def _matmul_x_vjp(g, y, x_shape):
     if len(x_shape) == 1:                # (k,) @ (..., k, n) -> (..., n)
         r = matmul_p(unsqueeze(g, -2), _mT(y))
         return reshape(r, r.shape[:-2] + r.shape[-1:])
+    if y.ndim == 2 and len(x_shape) == 2:  # eagerly one BLAS call on a view, no transpose node
+        from numgrad.ops.linear import mm_nt
+        return mm_nt(g, y)
     return matmul_p(g, _mT(y))
 
 
@@ -83,6 +86,9 @@ def _matmul_y_vjp(g, x, y_shape):
         return reshape(r, r.shape[:-1])
     if x.ndim == 1:                      # (k,) @ (..., k, n): dy = x outer g
         return matmul_p(unsqueeze(x, -1), unsqueeze(g, -2))
+    if x.ndim == 2 and len(y_shape) == 2:
+        from numgrad.ops.linear import mm_tn
+        return mm_tn(x, g)
     return matmul_p(_mT(x), g)
 
 

@@ -78,17 +78,18 @@ def _sign(x, zero, one):
 
 
 def _clamp(x, lo, hi):
-    # NaN passes through, as np.clip and torch.clamp do.
-    y = lo if x < lo else x
-    return hi if y > hi else y
+    # torch.clamp: a NaN in x passes through, and a NaN bound makes every element NaN (the
+    # bounds are literals, so the `!=` self-tests fold away for a number bound).
+    y = lo if x < lo or lo != lo else x
+    return hi if y > hi or hi != hi else y
 
 
 def _clamp_min(x, lo):
-    return lo if x < lo else x
+    return lo if x < lo or lo != lo else x
 
 
 def _clamp_max(x, hi):
-    return hi if x > hi else x
+    return hi if x > hi or hi != hi else x
 
 
 def _maximum(a, b):

@@ -78,7 +78,7 @@ def _row(workload, system, dtype, n, t, peak=100.0, floor=None):
 
 
 def test_sweep_goals_are_read_off_the_rows():
-    """Each of issue 15's goals is judged from the right rows, with the right inequality."""
+    """Each of the sweep's goals is judged from the right rows, with the right inequality."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     try:
         import sweep

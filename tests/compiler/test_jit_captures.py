@@ -359,7 +359,7 @@ def test_numpy_on_traced_tensor_says_what_to_write():
     for fn in (lambda x: np.arctan(x), lambda x: np.linalg.norm(x)):
         with pytest.raises(ng.TracingError, match=r"ng\.tanh\(x\).*ng\.tensor\(arr\)"):
             ng.jit(fn, backend="numpy")(ng.ones(2))
-    # A ufunc numgrad has an op for, and an array operand (a constant), are fine (issue 11).
+    # A ufunc numgrad has an op for, and an array operand (a constant), are fine.
     for fn in (lambda x: np.tanh(x), lambda x: x * arr, lambda x: arr * x):
         x = ng.tensor([0.5, -1.0])
         assert_close(ng.jit(fn, backend="numpy")(x), fn(x))

@@ -1,6 +1,6 @@
 """In-place ops on views and non-leaves under @ng.jit agree with eager mode and PyTorch.
 
-Issue 9 items 3 and 4: an in-place op on a view (``v[0].mul_(3)``, ``v.T.mul_(3)``,
+An in-place op on a view (``v[0].mul_(3)``, ``v.T.mul_(3)``,
 ``v.reshape(-1)[1:].zero_()``) must reach the base, also when the base is an input of
 the jitted function (then the caller's tensor changes); and an in-place op on a
 non-leaf must not raise a false "modified by an inplace operation" error at backward,

@@ -143,7 +143,7 @@ def _cross_entropy(x, w):
 
 
 def _issue11_elementwise(x, w):
-    # issue 11's elementwise primitives and composites: all in one fused kernel
+    # the later elementwise primitives and composites: all in one fused kernel
     m = _lib(x)
     F = m.nn.functional
     return ((x % 0.7) * w + m.fmod(x, w) + m.erf(x * w) + (w * w).log1p() + m.expm1(x * 0.3)

@@ -1,6 +1,6 @@
 """Every op in the registry gives under @ng.jit what it gives eagerly, at special values.
 
-Issue 9 item 5: the fused kernels (and the vector math) must agree with eager mode at
+The fused kernels (and the vector math) must agree with eager mode at
 +-inf, NaN, +-0, the smallest normals and the largest finites, and on empty extents,
 for forward values and gradients. The sweep is built from the op registry, so a new
 op is swept without editing this file (or must be listed in EXEMPT with a reason).
@@ -30,7 +30,7 @@ LIBM = {"pow", "pow_scalar", "expm1", "log1p"}
 
 # Primitives the sweep does not call one by one, and why.
 EXEMPT = {
-    "reshape": "data movement (exact by construction)",
+    "reshape": "data movement (exact by construction)", "contiguous": "data movement",
     "permute": "data movement", "expand": "data movement", "cat": "data movement",
     "stack": "data movement", "getitem": "data movement", "index_add": "NumPy step",
     "index_put": "NumPy step", "gather": "NumPy step (tests/compiler/test_jit_tensor_indexing.py)",
@@ -54,6 +54,8 @@ EXEMPT = {
     "threshold_backward": "eager only: relu's backward (ops.threshold)",
     "mse_loss": "eager only (ops.losses)", "binary_cross_entropy": "eager only (ops.losses)",
     "binary_cross_entropy_with_logits": "eager only (ops.losses)",
+    "addmm": "eager only: traced, F.linear decomposes (ops.linear)",
+    "mm_nt": "eager only (ops.linear)", "mm_tn": "eager only (ops.linear)",
 }
 # The fused recurrent cells and their gradients: NumPy steps, the same impl in both modes
 # (tests/ops/test_recurrent.py).

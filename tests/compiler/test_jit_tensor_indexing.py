@@ -1,4 +1,4 @@
-"""Indexing with integer tensors that are values of the jitted function (issue 9 item 7a).
+"""Indexing with integer tensors that are values of the jitted function.
 
 ``x[rows]``, ``x[rows][:, cols]``, ``x[rows, 0]`` and ``x[rows] = v`` have static shapes
 (those of the index tensors), so @ng.jit compiles them: a gather whose backward is a

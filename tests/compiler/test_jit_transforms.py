@@ -117,7 +117,7 @@ def test_inputs_requiring_grad_are_left_alone(mode):
         assert t.requires_grad is True and t.grad is None and t.is_leaf
         np.testing.assert_array_equal(to_numpy(t), a)
     # As torch.func.grad_and_value: inputs that require grad make the results part of the
-    # caller's graph (issue 11); under no_grad they are plain values.
+    # caller's graph; under no_grad they are plain values.
     assert value.requires_grad is True and all(g.requires_grad for g in grads)
     with ng.no_grad():
         value, grads = VG02[mode](*ins)

@@ -1,4 +1,4 @@
-"""The compiler reads every per-op fact from the registry (issue 12, Part 1): no module
+"""The compiler reads every per-op fact from the registry: no module
 under numgrad/compiler/ spells a registered primitive's name as a string.
 
 Annotation keys are exempt where they are used as keys (``e.ann.get("hook")``,

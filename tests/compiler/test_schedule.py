@@ -1,4 +1,4 @@
-"""compiler.schedule: the fusion plan as data (issue 12, Part 1), and one new op added
+"""compiler.schedule: the fusion plan as data, and one new op added
 as a single registry row (hypot), checked against PyTorch."""
 from __future__ import annotations
 

@@ -211,3 +211,24 @@ def test_relu_backward_is_one_node_and_matches_torch():
     (rs,) = torch.autograd.grad((tg * torch.tensor(a[:, ::-1].copy())).sum(), ts)
     _close(gs, rs)
 
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_unweighted_fast_path_has_the_general_paths_bits(reduction):
+    # No weight and no ignored target: the kernels skip the masks and the gathers. An
+    # explicit all-ones weight takes the general path; values and gradients agree bit for bit.
+    xa = X.astype(np.float32)
+    xa[1, 2] = np.inf
+    y = ng.tensor(np.array([0, 3, 1, 1, 2]))
+    outs = []
+    for weight in (None, ng.tensor(np.ones(4, np.float32))):
+        x = ng.tensor(xa, requires_grad=True)
+        out = F.nll_loss(x, y, weight=weight, reduction=reduction)
+        out.backward(ng.tensor(np.linspace(1, 2, 5, dtype=np.float32))
+                     if reduction == "none" else None)
+        outs.append((out.detach().numpy(), x.grad.numpy()))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype == np.float32
+    ref = TF.nll_loss(torch.tensor(xa), torch.tensor([0, 3, 1, 1, 2]), reduction=reduction)
+    np.testing.assert_allclose(outs[0][0], ref.numpy(), rtol=1e-5, atol=1e-6)
