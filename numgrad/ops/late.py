@@ -15,3 +15,5 @@ expand_p = None     # ops.layout: broadcasting a gradient back (reductions)
 reshape_p = None    # ops.layout
 index_put_p = None  # ops.indexing: writing through a getitem view
 is_advanced = None  # ops.indexing: whether an index is advanced (a copy, not a view)
+mm_nt = None        # ops.linear: x @ w.T and a.T @ b, for matmul's vjp rules (ops.linalg)
+mm_tn = None

@@ -11,6 +11,7 @@ import numgrad.dtypes as _dt
 from numgrad.ops.registry import Cost, defop
 from numgrad.tensor import Tensor  # for annotations
 from numgrad.ops.dispatch import broadcast_shapes
+import numgrad.ops.late as _late
 
 
 def _name(p, shapes):
@@ -72,8 +73,7 @@ def _matmul_x_vjp(g, y, x_shape):
         r = matmul_p(unsqueeze(g, -2), _mT(y))
         return reshape(r, r.shape[:-2] + r.shape[-1:])
     if y.ndim == 2 and len(x_shape) == 2:  # eagerly one BLAS call on a view, no transpose node
-        from numgrad.ops.linear import mm_nt
-        return mm_nt(g, y)
+        return _late.mm_nt(g, y)   # (ops.linear, above this module)
     return matmul_p(g, _mT(y))
 
 
@@ -87,8 +87,7 @@ def _matmul_y_vjp(g, x, y_shape):
     if x.ndim == 1:                      # (k,) @ (..., k, n): dy = x outer g
         return matmul_p(unsqueeze(x, -1), unsqueeze(g, -2))
     if x.ndim == 2 and len(y_shape) == 2:
-        from numgrad.ops.linear import mm_tn
-        return mm_tn(x, g)
+        return _late.mm_tn(x, g)
     return matmul_p(_mT(x), g)
 
 

@@ -19,6 +19,7 @@ back to matmul and transposes the same way.
 """
 from __future__ import annotations
 
+import numgrad.ops.late as _late
 from numgrad.ops.layout import reshape, transpose
 from numgrad.ops.linalg import matmul_p
 from numgrad.ops.losses import fused
@@ -107,3 +108,6 @@ def linear(x, w, b=None):
         out = linear(reshape(x, (-1, xd.shape[-1])), w, b)
         return reshape(out, xd.shape[:-1] + wd.shape[:1])
     return mm_nt_p(x, w) if b is None else addmm_p(x, w, b)
+
+
+_late.mm_nt, _late.mm_tn = mm_nt, mm_tn  # (matmul's vjp rules in ops.linalg, below, use them)
