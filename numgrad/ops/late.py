@@ -1,9 +1,10 @@
 """ops.late: ops that low modules of the ops room call but higher ones define.
 
 Room: ops (the lowest module: imports nothing). The dispatcher casts and unbroadcasts with
-ops that ``ops.elementwise`` and ``ops.layout`` define, and view write-back
-(``ops.views``) rebuilds views with ``ops.layout``'s and ``ops.indexing``'s primitives;
-those modules import the dispatcher, so it cannot import them. Each one enters its op
+ops that ``ops.elementwise`` and ``ops.layout`` define, view write-back
+(``ops.views``) rebuilds views with ``ops.layout``'s and ``ops.indexing``'s primitives,
+matmul's rules (``ops.linalg``) use ``ops.linear``'s products; those modules import the
+lower ones, so the lower ones cannot import them. Each one enters its op
 here when it defines it (the modules are imported with ``numgrad.ops``, before any op
 runs), and the callers read the attribute at run time: one attribute read, never an
 import per call, and every import in the room points one way.
