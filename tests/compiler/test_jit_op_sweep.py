@@ -28,7 +28,8 @@ table = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = table  # dataclasses look their module up while it executes
 _spec.loader.exec_module(table)
 
-# Rows whose samples have a data-dependent output shape: @ng.jit must refuse them clearly.
+# Rows whose samples have a data-dependent output shape: @ng.jit runs them with a graph
+# break (compiled segments around an eager step), so the last backward node is the eager op's.
 DATA_DEPENDENT = {"getitem_mask_from_cmp"}
 
 _TH_DTYPE = {torch.float32: ng.float32, torch.float64: ng.float64, torch.int64: ng.int64,
@@ -66,10 +67,6 @@ def test_op_through_jit_matches_eager_and_torch(op, sample, dtype):
     grad = op.differentiable and dtype != "int64"
     cf = _compiled(op, sample)
     xs = table.ng_inputs(arrays, grad)
-    if op.name in DATA_DEPENDENT:
-        with pytest.raises(ng.TracingError, match="ng.where"):
-            cf(*xs)
-        return
     got = as_tuple(cf(*xs))
     eager_xs = table.ng_inputs(arrays, grad)
     eager = as_tuple(op.ng_fn(*eager_xs, **sample.kwargs))
@@ -87,7 +84,8 @@ def test_op_through_jit_matches_eager_and_torch(op, sample, dtype):
     outs, eouts = _float(got), _float(eager)
     touts = [o for o in want if o.is_floating_point()]
     assert len(outs) == len(touts) == 1
-    assert outs[0].grad_fn.name() == "CompiledFunctionBackward"
+    if op.name not in DATA_DEPENDENT:
+        assert outs[0].grad_fn.name() == "CompiledFunctionBackward"
     g = np.asarray(rng_for(op.name, sample.desc, dtype, "jit-g").standard_normal(
         tuple(touts[0].shape)), dtype=dtype)
     outs[0].backward(ng.tensor(g.copy()))
