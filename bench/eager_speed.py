@@ -11,6 +11,7 @@ mean; ``--plot`` draws the ratios. Goals: geometric mean <= 1.5 (aim 1.0), MLP s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import statistics
@@ -216,9 +217,39 @@ def ceiling(rounds=5):
         print(f"  {k:34s} {m * 1e6:7.1f}us {m / base:5.2f}x")
 
 
+@contextlib.contextmanager
+def _sim_launches_and_copies():
+    """Kernel launches and host<->device copies while active, counted on Numba's simulator
+    classes (a device function called inside a kernel is no launch). Yields the counts."""
+    from unittest import mock
+    from numba import cuda
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+    counts = {"launches": 0, "copies": 0}
+    call = FakeCUDAKernel.__call__
+
+    def launch(self, *a, **k):
+        counts["launches"] += not self._device
+        return call(self, *a, **k)
+
+    def copying(fn):
+        def wrapper(*a, **k):
+            counts["copies"] += 1
+            return fn(*a, **k)
+        return wrapper
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.object(FakeCUDAKernel, "__call__", launch))
+        for name in ("copy_to_host", "copy_to_device"):
+            stack.enter_context(mock.patch.object(FakeCUDAArray, name,
+                                                  copying(getattr(FakeCUDAArray, name))))
+        stack.enter_context(mock.patch.object(cuda, "to_device", copying(cuda.to_device)))
+        yield counts
+
+
 def cuda_table():
-    """Structural counters of eager CUDA calls (``ng.cuda.memory_stats`` deltas over one warm
-    call): the same under the simulator (``NUMBA_ENABLE_CUDASIM=1``) as on a device."""
+    """Structural counters of eager CUDA calls (``ng.cuda.memory_stats`` deltas and, under
+    the simulator (``NUMBA_ENABLE_CUDASIM=1``), kernel launches and host<->device copies over
+    one warm call)."""
     import numgrad as ng
     import numgrad.nn.functional as NF
     if not ng.cuda.is_available():
@@ -234,14 +265,19 @@ def cuda_table():
              "(x * y).sum().backward()": lambda: (x * y).sum().backward(),
              "cross_entropy(4x3) + backward": lambda: NF.cross_entropy(logits, target).backward()}
     keys = ("allocs", "cache_hits", "device_mallocs", "frees")
-    print(f"CUDA eager, one warm call: {'call':34s} " + " ".join(f"{k:>14s}" for k in keys))
+    simulated = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    extra = ("launches", "copies") if simulated else ()
+    print(f"CUDA eager, one warm call: {'call':34s} "
+          + " ".join(f"{k:>14s}" for k in keys + extra))
     for name, f in cases.items():
         f()
         f()  # compiled and cached: what a loop pays from then on
-        before = ng.cuda.memory_stats()
-        f()
-        after = ng.cuda.memory_stats()
-        print(f"{'':27s}{name:34s} " + " ".join(f"{after[k] - before[k]:14d}" for k in keys))
+        with (_sim_launches_and_copies() if simulated else contextlib.nullcontext({})) as n:
+            before = ng.cuda.memory_stats()
+            f()
+            after = ng.cuda.memory_stats()
+        print(f"{'':27s}{name:34s} " + " ".join(f"{after[k] - before[k]:14d}" for k in keys)
+              + "".join(f" {n[k]:14d}" for k in extra))
 
 
 def plot(rows, geo, path):

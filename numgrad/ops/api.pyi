@@ -30,13 +30,13 @@ def add(input: Tensor, other, *, alpha=1) -> Tensor:
     ...
 
 
-def clamp(x, min=None, max=None) -> Tensor:
+def clamp(input, min=None, max=None) -> Tensor:
     """Limit values to ``[min, max]`` (either may be None); no gradient where clipped
     (``torch.clamp``, ``jax.numpy.clip``). Raises RuntimeError when both are None."""
     ...
 
 
-def clip(x, min=None, max=None) -> Tensor:
+def clip(input, min=None, max=None) -> Tensor:
     """Limit values to ``[min, max]`` (either may be None); no gradient where clipped
     (``torch.clamp``, ``jax.numpy.clip``). Raises RuntimeError when both are None."""
     ...
@@ -173,8 +173,8 @@ def neg(input: Tensor) -> Tensor:
     ...
 
 
-def pow(x, exponent) -> Tensor:
-    """``x ** exponent`` for a tensor or number exponent (and ``number ** tensor``)
+def pow(input, exponent) -> Tensor:
+    """``input ** exponent`` for a tensor or number exponent (and ``number ** tensor``)
     (``torch.pow``, ``jax.numpy.power``). Raises RuntimeError for an integer tensor to a
     negative integer power."""
     ...

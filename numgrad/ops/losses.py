@@ -16,6 +16,8 @@ dtypes, other ranks) take the composite too, which also raises PyTorch's errors.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import numgrad.tracing_hook as tracing_hook
@@ -65,10 +67,7 @@ def _scale(g, shape, reduction):
     """The incoming gradient of an elementwise loss, per element (``mean`` divides by the
     count; ``none`` is already per element)."""
     if reduction == "mean":
-        n = 1
-        for s in shape:
-            n *= s
-        return g / n
+        return g / math.prod(shape)
     return g
 
 
@@ -234,7 +233,7 @@ def _mse_grad(g, x, t, reduction):
 mse_loss_p = defop("mse_loss", inputs=("x", "t"), params=("reduction",), impl=_mse,
                    abstract=_reduced, jit=False)
 mse_loss_p.defvjp(lambda g, x, t, reduction: _mse_grad(g, x, t, reduction),
-                  lambda g, x, t, reduction: -_mse_grad(g, x, t, reduction))
+                  lambda g, x, t, reduction: (t - x) * (_scale(g, x._data.shape, reduction) * 2))
 
 
 def mse_loss(x: Tensor, t: Tensor, reduction: str):

@@ -15,6 +15,7 @@ import numpy as np
 
 import numgrad.tracing_hook as tracing_hook
 from numgrad.errors import DataDependentError, user_location
+from numgrad.ops.logical import _check
 from numgrad.tensor import Tensor
 
 
@@ -38,22 +39,10 @@ def traced(t) -> bool:
     return not tracing_hook.concrete((t if lifted is None else lifted)._data)
 
 
-def _tensor(x, fn, name="input"):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-
-
-def _host_values(x, fn):
-    """The values of ``x`` on the host: refused while tracing, where ``x`` has none."""
+def _host_values(x):
+    """The values of ``x`` on the host (its callers refuse a traced ``x`` first)."""
     lifted = tracing_hook.standin(x)
-    if lifted is not None:
-        x = lifted
-    d = x._data
-    if not tracing_hook.concrete(d):
-        raise DataDependentError(
-            f"{fn}() of a traced tensor {user_location()}: the number of nonzero entries "
-            "decides the result's shape, so @ng.jit runs this call eagerly (a graph break)")
+    d = (x if lifted is None else lifted)._data
     host = getattr(d, "_ng_host", None)
     return np.asarray(d) if host is None else host()
 
@@ -66,8 +55,8 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     >>> ng.masked_select(x, x > 0)
     tensor([1., 3.])
     """
-    _tensor(input, "masked_select")
-    _tensor(mask, "masked_select", "mask")
+    _check(input, "masked_select")
+    _check(mask, "masked_select", "mask", 2)
     if mask.dtype.np != np.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     from numgrad.ops.dispatch import broadcast_shapes
@@ -90,12 +79,12 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, 
     tensor([[1],
             [3]])
     """
-    _tensor(input, "nonzero")
+    _check(input, "nonzero")
     if traced(input):
         return data_dependent(lambda: (
             f"nonzero() of a traced tensor {user_location()}: the number of nonzero entries "
             "decides the result's shape"), lambda t: nonzero(t, as_tuple=as_tuple), input)
-    a = _host_values(input, "nonzero")
+    a = _host_values(input)
     if as_tuple:
         idx = np.nonzero(a.reshape(1) if a.ndim == 0 else a)
         return tuple(_like(input, i.astype(np.int64)) for i in idx)
@@ -110,7 +99,7 @@ def argwhere(input: Tensor) -> Tensor:
     tensor([[0, 0],
             [1, 1]])
     """
-    _tensor(input, "argwhere")
+    _check(input, "argwhere")
     return nonzero(input)
 
 
@@ -130,13 +119,13 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     >>> ng.unique(ng.tensor([3, 1, 3]), return_counts=True)
     (tensor([1, 3]), tensor([1, 2]))
     """
-    _tensor(input, "unique")
+    _check(input, "unique")
     if traced(input):
         return data_dependent(lambda: (
             f"unique() of a traced tensor {user_location()}: the number of distinct entries "
             "decides the result's shape"), lambda t: unique(
                 t, sorted, return_inverse, return_counts, dim), input)
-    a = _host_values(input, "unique")
+    a = _host_values(input)
     if dim is None:
         vals, inverse, counts = np.unique(a.reshape(-1), return_inverse=True,
                                           return_counts=True, equal_nan=False)

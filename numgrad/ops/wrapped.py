@@ -16,28 +16,28 @@ import numgrad.ops.elementwise as E
 from numgrad.tensor import Tensor
 
 
-def pow(x, exponent) -> Tensor:
-    """``x ** exponent`` for a tensor or number exponent (and ``number ** tensor``)
+def pow(input, exponent) -> Tensor:
+    """``input ** exponent`` for a tensor or number exponent (and ``number ** tensor``)
     (``torch.pow``, ``jax.numpy.power``). Raises RuntimeError for an integer tensor to a
     negative integer power."""
     # A number exponent is a parameter of the kernel: a traced Python float cannot be one.
     if tracing_hook.capture is not None:
         exponent = tracing_hook.as_number(exponent)
-    if isinstance(x, Tensor) and isinstance(exponent, numbers.Number) and \
+    if isinstance(input, Tensor) and isinstance(exponent, numbers.Number) and \
             not isinstance(exponent, bool):
-        if isinstance(exponent, float) and not x.dtype.is_floating_point:
-            x = x.to(_dt.default_float)
-        elif exponent < 0 and not x.dtype.is_floating_point:
+        if isinstance(exponent, float) and not input.dtype.is_floating_point:
+            input = input.to(_dt.default_float)
+        elif exponent < 0 and not input.dtype.is_floating_point:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-        return E.pow_scalar(x, exponent=exponent)
-    return E.pow_(x, exponent)
+        return E.pow_scalar(input, exponent=exponent)
+    return E.pow_(input, exponent)
 
 
 def _scaled(other, alpha, name):
     if alpha == 1:
         return other
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Number):
-        raise TypeError(f"{name}(): argument 'alpha' must be a Number, not "
+        raise TypeError(f"{name}(): argument 'alpha' must be Number, not "
                         f"{type(alpha).__name__}")
     return other * alpha
 
@@ -59,7 +59,7 @@ def sub(input: Tensor, other, *, alpha=1) -> Tensor:
 
 
 
-def clamp(x, min=None, max=None) -> Tensor:
+def clamp(input, min=None, max=None) -> Tensor:
     """Limit values to ``[min, max]`` (either may be None); no gradient where clipped
     (``torch.clamp``, ``jax.numpy.clip``). Raises RuntimeError when both are None."""
     if min is None and max is None:
@@ -69,12 +69,13 @@ def clamp(x, min=None, max=None) -> Tensor:
     if tracing_hook.capture is not None:
         min, max = tracing_hook.as_number(min), tracing_hook.as_number(max)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = x
+        out = input
         if min is not None:
             out = E.maximum(out, min)
         if max is not None:
             out = E.minimum(out, max)
         return out
-    if not x.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
-        x = E.to_dtype(x, dtype=_dt.default_float.np)  # torch: int clamped to 2.5 is float
-    return E.clamp(x, min=min, max=max)
+    if not input.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
+        # torch: an int tensor clamped to 2.5 is float
+        input = E.to_dtype(input, dtype=_dt.default_float.np)
+    return E.clamp(input, min=min, max=max)
