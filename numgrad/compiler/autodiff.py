@@ -84,7 +84,10 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozen
     tracer = Tracer(name or getattr(fn, "__name__", "fn"))
     tracer.reachable = reachable or {}
     # Read by callers that trace a host-only primitive on the CPU and a composite elsewhere.
-    tracer.on_device = any(isinstance(x, Tensor) and x.device.type != "cpu" for x in leaves)
+    # (Captured tensors count: a function of no tensor argument that reads a CUDA
+    # parameter runs on CUDA.)
+    tracer.on_device = any(isinstance(x, Tensor) and x.device.type != "cpu"
+                           for x in (*leaves, *tracer.reachable.values()))
     # Inputs are named after the function's parameters in listings and pictures.
     hints = pytree.leaf_names(fn, args, kwargs)
     tracer.graph.reserve(h for h, x in zip(hints, leaves) if h and isinstance(x, Tensor))

@@ -53,6 +53,7 @@ class Tracer:
         self.backward = False   # set while a transform runs the engine: equations are {bwd}
         # Captures: concrete tensors from outside the arguments, lifted to implicit inputs.
         self.reachable = {}     # id -> tensor: what the guard scan found a path to
+        self.on_device = False  # a tensor the trace reads lives on a device (autodiff.trace)
         self.lift = None        # set by autodiff.trace: tensor -> traced input tensor
         self.captures = []      # the captured tensors, in input order (after the arguments)
         self._lifted = {}       # id(captured tensor) -> its traced stand-in

@@ -388,7 +388,8 @@ def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, retur
         out = ops.where(take, view, out)
         if return_indices:
             flat = ops.where(take, pos, flat)
-    out = named(out, _pool_node(n, "MaxPool{}DWithIndicesBackward0"))
+    if not fused or n != 2:  # (the primitive's node is already 2-d's; 1-d adds a Squeeze)
+        out = named(out, _pool_node(n, "MaxPool{}DWithIndicesBackward0"))
     if return_indices:
         flat = ops.expand(flat, out.shape)  # a 1-element kernel leaves it unbroadcast
     if unbatched:

@@ -10,10 +10,7 @@ from __future__ import annotations
 import numgrad.optim.lr_scheduler as _lr_scheduler
 from numgrad.optim.lr_scheduler import LRScheduler
 from numgrad.optim.optimizer import Optimizer
-
-
-def _lrs(optimizer):
-    return [group["lr"] for group in optimizer.param_groups]
+from numgrad.optim.schedules import _lrs
 
 
 class ConstantLR(LRScheduler):
