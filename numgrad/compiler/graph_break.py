@@ -152,13 +152,10 @@ class GraphBreakPlan:
         self.eager = False
         self.computes = {}     # k -> the eager op after segment k, or _END
         name = getattr(owner.fn, "__name__", "fn")
-        opts = owner.options
         self._segments = []
-        self._make = lambda k: type(owner)(  # a CompiledFunction per segment
+        self._make = lambda k: owner.sibling(  # a CompiledFunction per segment
             functools.update_wrapper(functools.partial(_segment, self, k), owner.fn,
-                                     updated=()), device=owner.device,
-            parallel=opts.parallel, fastmath=opts.fastmath, cache=opts.cache,
-            backend=owner.backend, remat=owner.remat, vector_math=opts.vector_math)
+                                     updated=()), device=owner.device, remat=owner.remat)
         if owner.verbose:
             print(f"[numgrad.jit] {name}: graph break, this signature runs in compiled "
                   f"segments ({str(reason).splitlines()[0]})")

@@ -234,6 +234,14 @@ class CompiledFunction:
             self.stats.traces += 1
             return graph_break.GraphBreakPlan(self, tree, exc)
 
+    def sibling(self, fn, **overrides):
+        """A ``CompiledFunction`` of ``fn`` with this one's backend and build options (a
+        graph break's segments, the differentiable backward of a plan)."""
+        opts = self.options
+        kw = dict(backend=self.backend, parallel=opts.parallel, fastmath=opts.fastmath,
+                  cache=opts.cache, vector_math=opts.vector_math)
+        return type(self)(fn, **kw, **overrides)
+
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841  (IPython and pytest hide this frame)
         if tracing_hook.capture is not None and current_tracer() is not None:

@@ -290,11 +290,7 @@ class Plan:
     def differentiable_backward(self, tensors, grads):
         """The backward as a compiled, differentiable function (double backward)."""
         if self._bwd_fn is None:
-            # The owner's own class (jit_function.CompiledFunction), with its options.
-            self._bwd_fn = type(self.owner)(self._make_bwd_fn(), backend=self.owner.backend,
-                                            **{k: getattr(self.owner.options, k)
-                                               for k in ("parallel", "fastmath", "cache",
-                                                         "vector_math")})
+            self._bwd_fn = self.owner.sibling(self._make_bwd_fn())
             # The traced floats come in as 0-d tensors: they still promote as numbers.
             self._bwd_fn._weak_leaves = frozenset(
                 k for k, i in enumerate(self.tensor_pos)
