@@ -47,6 +47,9 @@ class Node:
     __slots__ = ("next_functions", "_seq", "_pre_hooks", "_retained", "__weakref__")
 
     def __init__(self, next_functions=()):
+        # Two hot constructors write these fields out instead of calling this one (one call
+        # per recorded op measured): AccumulateGrad.__init__ and ops.dispatch's OpNode. A
+        # field added here goes there too.
         self.next_functions = next_functions
         self._seq = next(_sequence)
         self._pre_hooks = None   # {output_nr: OrderedDict of tensor hooks}
