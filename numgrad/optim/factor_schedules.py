@@ -10,7 +10,7 @@ from __future__ import annotations
 import numgrad.optim.lr_scheduler as _lr_scheduler
 from numgrad.optim.lr_scheduler import LRScheduler
 from numgrad.optim.optimizer import Optimizer
-from numgrad.optim.schedules import _lrs
+from numgrad.optim.schedules import _lrs, per_group_lambdas
 
 
 class ConstantLR(LRScheduler):
@@ -62,13 +62,7 @@ class MultiplicativeLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int = -1):
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = per_group_lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")

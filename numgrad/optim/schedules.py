@@ -22,6 +22,17 @@ def _lrs(optimizer):
     return [group["lr"] for group in optimizer.param_groups]
 
 
+def per_group_lambdas(optimizer, lr_lambda) -> list:
+    """One function per parameter group (LambdaLR's and MultiplicativeLR's ``lr_lambda``):
+    one function for all, or a list with one per group (else PyTorch's ValueError)."""
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * len(optimizer.param_groups)
+    if len(lr_lambda) != len(optimizer.param_groups):
+        raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
+                         f"{len(lr_lambda)}")
+    return list(lr_lambda)
+
+
 class LambdaLR(LRScheduler):
     """The rate is ``initial_lr * lr_lambda(epoch)``, one function or one per group
     (``torch.optim.lr_scheduler.LambdaLR``).
@@ -36,13 +47,7 @@ class LambdaLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int = -1):
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = per_group_lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict:
