@@ -95,8 +95,18 @@ matmul_p.defvjp(_matmul_x_vjp, _matmul_y_vjp)
 
 
 def matmul(x, y) -> Tensor:
-    """Matrix product with batch broadcasting (``x @ y``)."""
-    from numgrad.tensor import Tensor
+    """Matrix product with batch broadcasting (``x @ y``).
+
+    >>> (ng.ones(2, 3) @ ng.ones(3, 4)).shape
+    torch.Size([2, 4])
+    """
+    # The common call first: two 2-D tensors that fit, checked on the payloads alone (the
+    # general checks below cost ~1.7 us, a third of a small eager matmul).
+    if isinstance(x, Tensor) and isinstance(y, Tensor):
+        dx, dy = x._data, y._data
+        sa, sb = dx.shape, dy.shape
+        if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and dx.dtype == dy.dtype:
+            return matmul_p(x, y)
     for name, t in (("input", x), ("other", y)):
         if not isinstance(t, Tensor):
             raise TypeError(f"matmul(): argument '{name}' must be Tensor, not {type(t).__name__}")
