@@ -53,7 +53,17 @@ SCALAR_NAMES = _dt.SCALAR_NAMES
 C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
            "bool": "bool"}
 
-matmul_p = defop("matmul", inputs=("x", "y"), impl=np.matmul, node=_name, cost=Cost(blas=True),
+def _matmul(x, y):
+    # ndarray.dot is NumPy's 2-D BLAS call without the matmul ufunc's machinery: ~0.5 us less
+    # per call on 32x64 float32, the same bits. Anything else (batches, 1-D, device payloads)
+    # goes through np.matmul.
+    if type(x) is _ndarray and type(y) is _ndarray and x.ndim == 2 and y.ndim == 2:
+        return x.dot(y)
+    return np.matmul(x, y)
+
+
+_ndarray = np.ndarray
+matmul_p = defop("matmul", inputs=("x", "y"), impl=_matmul, node=_name, cost=Cost(blas=True),
                  abstract=lambda x, y: (matmul_shape(x.shape, y.shape),
                                         np.result_type(x.dtype, y.dtype)))
 
