@@ -17,9 +17,22 @@ from numgrad.ops.registry import defop
 _ndarray = np.ndarray
 
 
+# Same-width integer views of the float dtypes the bitwise kernel serves.
+_BITS = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
+# np.where's per-element branch costs ~22 us on 64x128 float32 with a relu's random mask; the
+# bitwise mask ~4.5 us, but its extra passes make it slower below ~2,000 elements.
+_BITWISE_FROM = 2048
+
+
 def _threshold_backward(grad, y):
     # 0 where relu's output is <= 0; NaN passes (1 at NaN, as PyTorch's threshold_backward).
-    return np.where(y <= 0, grad.dtype.type(0), grad)
+    bits = _BITS.get(grad.dtype) if grad.size >= _BITWISE_FROM else None
+    if bits is None:
+        return np.where(y <= 0, grad.dtype.type(0), grad)
+    # (y <= 0) - 1 is all ones where grad passes and 0 where it drops: the AND keeps grad's
+    # bits exactly (inf, NaN and -0 in grad included) and gives +0 elsewhere, as np.where.
+    mask = np.subtract(np.less_equal(y, 0), 1, dtype=bits)
+    return np.bitwise_and(grad.view(bits), mask, out=mask).view(grad.dtype)
 
 
 threshold_backward_p = defop(
