@@ -166,6 +166,11 @@ def unary_rows(name, domain="real", method=True, function=True, F=False, int_for
     return rows
 
 
+_TRIG = [("asin", "unit"), ("acos", "unit"), ("atan", "real"), ("sinh", "real"),
+         ("cosh", "real"), ("asinh", "real"), ("acosh", (1.2, 3.0)), ("atanh", "unit"),
+         ("log2", "pos"), ("log10", "pos"), ("exp2", "real")]
+
+
 # ----------------------------------------------------------------------------- the table
 OPS: list[OpInfo] = [
     # arithmetic, with broadcasting
@@ -548,6 +553,22 @@ OPS += [  # registry rows no case above reached (test_every_registry_row_has_a_c
            [S(T((1, 2, 4, 4)), T((3, 2, 3, 3)))]),
     # the composite windows (im2col/col2im), which eager conv2d no longer runs
     OpInfo("F.unfold", lambda m, x: F_(m).unfold(x, 2, padding=1), [S(T((1, 2, 3, 3)))]),
+]
+OPS += [  # ops.trig: the inverse/hyperbolic family, log2/log10/exp2, atan2, with aliases
+    *[row for n, d in _TRIG for row in unary_rows(n, d, int_forward=True)],
+    # (torch has no derivative for in-place asinh_, acosh_, atanh_: compared with its
+    # out-of-place op there)
+    *[OpInfo(f"{n}_", lambda m, x, _n=n: getattr(x * 1, _n + "_")(), UNARY_SMALL, d,
+             torch_fn=(lambda x, _n=n: getattr(x, _n)()) if n[0] == "a" and "h" in n else None)
+      for n, d in _TRIG],
+    *[OpInfo(f"ng.{a}", lambda m, x, _a=a: getattr(m, _a)(x), UNARY_SMALL, d)
+      for a, d in [("arcsin", "unit"), ("arccos", "unit"), ("arctan", "real"),
+                   ("arcsinh", "real"), ("arccosh", (1.2, 3.0)), ("arctanh", "unit")]],
+    OpInfo("arcsin_", lambda m, x: (x * 1).arcsin_(), UNARY_SMALL, "unit"),
+    OpInfo("ng.atan2", lambda m, x, y: m.atan2(x, y), BINARY, "nonzero", int_forward=True),
+    OpInfo("atan2", lambda m, x, y: x.atan2(y), BINARY[:3], "nonzero"),
+    OpInfo("ng.arctan2", lambda m, x, y: m.arctan2(x, y), BINARY[:1], "nonzero"),
+    OpInfo("atan2_", lambda m, x, y: (x * 1).atan2_(y), BINARY[:2], "nonzero"),
 ]
 _names = [op.name for op in OPS]
 assert len(_names) == len(set(_names)), "duplicate op names in the table"
