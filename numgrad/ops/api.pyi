@@ -10,11 +10,12 @@ Number = Union[int, float, bool]
 Operand = Union[Tensor, int, float, bool]
 __all__ = [
     'abs', 'acos', 'acosh', 'add', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan',
-    'arctan2', 'arctanh', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'clamp', 'clip', 'clone',
-    'cos', 'cosh', 'div', 'divide', 'eq', 'erf', 'exp', 'exp2', 'expm1', 'fmod', 'ge', 'gt',
-    'hypot', 'le', 'log', 'log10', 'log1p', 'log2', 'logical_and', 'logical_not', 'logical_or',
-    'lt', 'maximum', 'minimum', 'mul', 'multiply', 'ne', 'neg', 'pow', 'relu', 'remainder',
-    'sigmoid', 'sign', 'sin', 'sinh', 'sqrt', 'sub', 'subtract', 'tanh', 'true_divide', 'where',
+    'arctan2', 'arctanh', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and',
+    'bitwise_not', 'bitwise_or', 'bitwise_xor', 'clamp', 'clip', 'clone', 'cos', 'cosh', 'div',
+    'divide', 'eq', 'erf', 'exp', 'exp2', 'expm1', 'fmod', 'ge', 'gt', 'hypot', 'le', 'log',
+    'log10', 'log1p', 'log2', 'logical_and', 'logical_not', 'logical_or', 'lt', 'maximum',
+    'minimum', 'mul', 'multiply', 'ne', 'neg', 'pow', 'relu', 'remainder', 'sigmoid', 'sign',
+    'sin', 'sinh', 'sqrt', 'sub', 'subtract', 'tanh', 'true_divide', 'where',
 ]
 
 
@@ -102,6 +103,30 @@ def atan2(input: Operand, other: Operand) -> Tensor:
 def atanh(input: Tensor) -> Tensor:
     """Inverse hyperbolic tangent (``torch.atanh``, ``torch.arctanh``); +-inf at +-1,
     NaN beyond."""
+    ...
+
+
+def bitwise_and(input: Operand, other: Operand) -> Tensor:
+    """``input & other``, bit by bit, of integer or bool tensors (``torch.bitwise_and``);
+    NotImplementedError for floating operands. Never requires grad."""
+    ...
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    """``~input``: each bit flipped, of an integer or bool tensor (``torch.bitwise_not``);
+    NotImplementedError for floating input. Never requires grad."""
+    ...
+
+
+def bitwise_or(input: Operand, other: Operand) -> Tensor:
+    """``input | other``, bit by bit, of integer or bool tensors (``torch.bitwise_or``);
+    NotImplementedError for floating operands. Never requires grad."""
+    ...
+
+
+def bitwise_xor(input: Operand, other: Operand) -> Tensor:
+    """``input ^ other``, bit by bit, of integer or bool tensors (``torch.bitwise_xor``);
+    NotImplementedError for floating operands. Never requires grad."""
     ...
 
 

@@ -106,7 +106,7 @@ def _unary_cases():
         elif name == "clamp":
             cases += [(f"clamp[{lo},{hi}]", lambda x, lo=lo, hi=hi: ng.clamp(x, lo, hi))
                       for lo, hi in CLAMPS]
-        elif name == "logical_not":
+        elif name in ("logical_not", "bitwise_not"):  # (bitwise: integer/bool operands)
             cases.append((name, lambda x, p=p: p(x != 0)))
         else:
             assert not p.params, f"{name} has params: add them to the sweep"
@@ -127,7 +127,7 @@ def _binary_cases():
             continue
         if name == "pow_scalar_grad":
             continue
-        if name in ("logical_and", "logical_or"):
+        if name in ("logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor"):
             cases.append((name, lambda x, y, p=p: p(x != 0, y > 0)))
         else:
             cases.append((name, lambda x, y, p=p: p(x, y)))
