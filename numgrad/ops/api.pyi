@@ -11,11 +11,12 @@ Operand = Union[Tensor, int, float, bool]
 __all__ = [
     'abs', 'acos', 'acosh', 'add', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan',
     'arctan2', 'arctanh', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and',
-    'bitwise_not', 'bitwise_or', 'bitwise_xor', 'clamp', 'clip', 'clone', 'cos', 'cosh', 'div',
-    'divide', 'eq', 'erf', 'exp', 'exp2', 'expm1', 'fmod', 'ge', 'gt', 'hypot', 'le', 'log',
-    'log10', 'log1p', 'log2', 'logical_and', 'logical_not', 'logical_or', 'lt', 'maximum',
-    'minimum', 'mul', 'multiply', 'ne', 'neg', 'pow', 'relu', 'remainder', 'sigmoid', 'sign',
-    'sin', 'sinh', 'sqrt', 'sub', 'subtract', 'tanh', 'true_divide', 'where',
+    'bitwise_not', 'bitwise_or', 'bitwise_xor', 'clamp', 'clip', 'clone', 'cos', 'cosh',
+    'deg2rad', 'div', 'divide', 'eq', 'erf', 'exp', 'exp2', 'expm1', 'fmod', 'ge', 'gt',
+    'hypot', 'le', 'log', 'log10', 'log1p', 'log2', 'logical_and', 'logical_not', 'logical_or',
+    'lt', 'maximum', 'minimum', 'mul', 'multiply', 'ne', 'neg', 'pow', 'rad2deg', 'relu',
+    'remainder', 'sigmoid', 'sign', 'sin', 'sinh', 'sqrt', 'sub', 'subtract', 'tanh',
+    'true_divide', 'where',
 ]
 
 
@@ -154,6 +155,11 @@ def cos(input: Tensor) -> Tensor:
 
 def cosh(input: Tensor) -> Tensor:
     """Hyperbolic cosine (``torch.cosh``, ``jax.numpy.cosh``)."""
+    ...
+
+
+def deg2rad(input: Tensor) -> Tensor:
+    """Degrees to radians, ``input * pi / 180`` (``torch.deg2rad``, ``jax.numpy.deg2rad``)."""
     ...
 
 
@@ -297,6 +303,11 @@ def pow(input, exponent) -> Tensor:
     """``input ** exponent`` for a tensor or number exponent (and ``number ** tensor``)
     (``torch.pow``, ``jax.numpy.power``). Raises RuntimeError for an integer tensor to a
     negative integer power."""
+    ...
+
+
+def rad2deg(input: Tensor) -> Tensor:
+    """Radians to degrees, ``input * 180 / pi`` (``torch.rad2deg``, ``jax.numpy.rad2deg``)."""
     ...
 
 

@@ -70,3 +70,24 @@ log10.defvjp(lambda g, x: g / (x * _LN10))
 exp2.defvjp(lambda g, out: g * (out * _LN2))
 # d atan2(x, y) = (y dx - x dy) / (x^2 + y^2), as PyTorch's atan2_backward.
 atan2.defvjp(lambda g, x, y: g * y / (x * x + y * y), lambda g, x, y: -(g * x) / (x * x + y * y))
+
+
+# Degrees and radians: a product by PyTorch's constant, rounded to the operand's dtype (as
+# its kernels and NumPy's deg2rad compute it), so eager and kernels agree to the bit.
+def _scaling(name, factor, doc):
+    def impl(x):
+        return x * x.dtype.type(factor)
+
+    def scalar(args, dt, params, spell):
+        return f"({args[0]} * {spell.lit(factor, dt)})"
+    impl.__name__ = "_np_" + name
+    row = defop(name, inputs=("x",), impl=impl, kind="elementwise", lowering=name + "({0})",
+                floating=True, scalar=scalar, api=Api(doc=doc, inplace=True))
+    row.defvjp(lambda g: g * factor)
+    return row
+
+
+deg2rad = _scaling("deg2rad", math.pi / 180, "Degrees to radians, ``input * pi / 180`` "
+                   "(``torch.deg2rad``, ``jax.numpy.deg2rad``).")
+rad2deg = _scaling("rad2deg", 180 / math.pi, "Radians to degrees, ``input * 180 / pi`` "
+                   "(``torch.rad2deg``, ``jax.numpy.rad2deg``).")

@@ -168,7 +168,8 @@ def unary_rows(name, domain="real", method=True, function=True, F=False, int_for
 
 _TRIG = [("asin", "unit"), ("acos", "unit"), ("atan", "real"), ("sinh", "real"),
          ("cosh", "real"), ("asinh", "real"), ("acosh", (1.2, 3.0)), ("atanh", "unit"),
-         ("log2", "pos"), ("log10", "pos"), ("exp2", "real")]
+         ("log2", "pos"), ("log10", "pos"), ("exp2", "real"), ("deg2rad", "real"),
+         ("rad2deg", "real")]
 
 
 # ----------------------------------------------------------------------------- the table
