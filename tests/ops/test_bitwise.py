@@ -24,12 +24,22 @@ def test_floating_operands_raise_as_in_torch(fn):
     assert _error(ng, fn) == _error(torch, fn)
 
 
-def test_bitwise_under_jit_matches_eager():
-    def f(a, b, m):
-        return (a & b) | (a ^ 5), ~a, ~m, m ^ (a > b), b.bitwise_not()
+def _program(a, b, m):
+    return (a & b) | (a ^ 5), ~a, ~m, m ^ (a > b), b.bitwise_not()
+
+
+_jitted = ng.jit(_program)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_bitwise_matches_torch(mode, device):
+    if device == "cuda" and not ng.cuda.is_available():
+        pytest.skip("neither a CUDA device nor Numba's simulator")
     a, b = ng.tensor([3, -5, 0, 12]), ng.tensor([6, 2, -1, 7])
     m = ng.tensor([True, False, True, False])
     ta, tb, tm = (torch.tensor(t.numpy()) for t in (a, b, m))
-    for got, want in zip(ng.jit(f)(a, b, m), f(ta, tb, tm)):
+    f = _jitted if mode == "jit" else _program
+    for got, want in zip(f(*(t.to(device) for t in (a, b, m))), _program(ta, tb, tm)):
         assert got.dtype.name == str(want.dtype).removeprefix("torch.")
-        assert got.numpy().tolist() == want.tolist()
+        assert got.cpu().numpy().tolist() == want.tolist()
