@@ -9,11 +9,14 @@ from numgrad.tensor import Tensor
 Number = Union[int, float, bool]
 Operand = Union[Tensor, int, float, bool]
 __all__ = [
-    'abs', 'add', 'clamp', 'clip', 'clone', 'cos', 'div', 'divide', 'eq', 'erf', 'exp',
-    'expm1', 'fmod', 'ge', 'gt', 'hypot', 'le', 'log', 'log1p', 'logical_and', 'logical_not',
-    'logical_or', 'lt', 'maximum', 'minimum', 'mul', 'multiply', 'ne', 'neg', 'pow', 'relu',
-    'remainder', 'sigmoid', 'sign', 'sin', 'sqrt', 'sub', 'subtract', 'tanh', 'true_divide',
-    'where',
+    'abs', 'acos', 'acosh', 'add', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan',
+    'arctan2', 'arctanh', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and',
+    'bitwise_not', 'bitwise_or', 'bitwise_xor', 'clamp', 'clip', 'clone', 'cos', 'cosh',
+    'deg2rad', 'div', 'divide', 'eq', 'erf', 'exp', 'exp2', 'expm1', 'fmod', 'ge', 'gt',
+    'hypot', 'le', 'log', 'log10', 'log1p', 'log2', 'logical_and', 'logical_not', 'logical_or',
+    'lt', 'maximum', 'minimum', 'mul', 'multiply', 'ne', 'neg', 'pow', 'rad2deg', 'relu',
+    'remainder', 'sigmoid', 'sign', 'sin', 'sinh', 'sqrt', 'sub', 'subtract', 'tanh',
+    'true_divide', 'where',
 ]
 
 
@@ -23,10 +26,108 @@ def abs(input: Tensor) -> Tensor:
     ...
 
 
+def acos(input: Tensor) -> Tensor:
+    """Inverse cosine, in radians (``torch.acos``, ``torch.arccos``); NaN outside [-1, 1]."""
+    ...
+
+
+def acosh(input: Tensor) -> Tensor:
+    """Inverse hyperbolic cosine (``torch.acosh``, ``torch.arccosh``); NaN below 1."""
+    ...
+
+
 def add(input: Tensor, other, *, alpha=1) -> Tensor:
     """``input + alpha * other`` (``torch.add``); broadcasting and type promotion as for ``+``.
 
     Raises RuntimeError when the shapes do not broadcast."""
+    ...
+
+
+def arccos(input: Tensor) -> Tensor:
+    """Inverse cosine, in radians (``torch.acos``, ``torch.arccos``); NaN outside [-1, 1]."""
+    ...
+
+
+def arccosh(input: Tensor) -> Tensor:
+    """Inverse hyperbolic cosine (``torch.acosh``, ``torch.arccosh``); NaN below 1."""
+    ...
+
+
+def arcsin(input: Tensor) -> Tensor:
+    """Inverse sine, in radians (``torch.asin``, ``torch.arcsin``); NaN outside [-1, 1]."""
+    ...
+
+
+def arcsinh(input: Tensor) -> Tensor:
+    """Inverse hyperbolic sine (``torch.asinh``, ``torch.arcsinh``)."""
+    ...
+
+
+def arctan(input: Tensor) -> Tensor:
+    """Inverse tangent, in radians (``torch.atan``, ``torch.arctan``)."""
+    ...
+
+
+def arctan2(input: Operand, other: Operand) -> Tensor:
+    """The angle of the point (other, input), in (-pi, pi] (``torch.atan2``,
+    ``torch.arctan2``)."""
+    ...
+
+
+def arctanh(input: Tensor) -> Tensor:
+    """Inverse hyperbolic tangent (``torch.atanh``, ``torch.arctanh``); +-inf at +-1,
+    NaN beyond."""
+    ...
+
+
+def asin(input: Tensor) -> Tensor:
+    """Inverse sine, in radians (``torch.asin``, ``torch.arcsin``); NaN outside [-1, 1]."""
+    ...
+
+
+def asinh(input: Tensor) -> Tensor:
+    """Inverse hyperbolic sine (``torch.asinh``, ``torch.arcsinh``)."""
+    ...
+
+
+def atan(input: Tensor) -> Tensor:
+    """Inverse tangent, in radians (``torch.atan``, ``torch.arctan``)."""
+    ...
+
+
+def atan2(input: Operand, other: Operand) -> Tensor:
+    """The angle of the point (other, input), in (-pi, pi] (``torch.atan2``,
+    ``torch.arctan2``)."""
+    ...
+
+
+def atanh(input: Tensor) -> Tensor:
+    """Inverse hyperbolic tangent (``torch.atanh``, ``torch.arctanh``); +-inf at +-1,
+    NaN beyond."""
+    ...
+
+
+def bitwise_and(input: Operand, other: Operand) -> Tensor:
+    """``input & other``, bit by bit, of integer or bool tensors (``torch.bitwise_and``);
+    NotImplementedError for floating operands. Never requires grad."""
+    ...
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    """``~input``: each bit flipped, of an integer or bool tensor (``torch.bitwise_not``);
+    NotImplementedError for floating input. Never requires grad."""
+    ...
+
+
+def bitwise_or(input: Operand, other: Operand) -> Tensor:
+    """``input | other``, bit by bit, of integer or bool tensors (``torch.bitwise_or``);
+    NotImplementedError for floating operands. Never requires grad."""
+    ...
+
+
+def bitwise_xor(input: Operand, other: Operand) -> Tensor:
+    """``input ^ other``, bit by bit, of integer or bool tensors (``torch.bitwise_xor``);
+    NotImplementedError for floating operands. Never requires grad."""
     ...
 
 
@@ -49,6 +150,16 @@ def clone(input: Tensor) -> Tensor:
 
 def cos(input: Tensor) -> Tensor:
     """Cosine, in radians (``torch.cos``, ``jax.numpy.cos``)."""
+    ...
+
+
+def cosh(input: Tensor) -> Tensor:
+    """Hyperbolic cosine (``torch.cosh``, ``jax.numpy.cosh``)."""
+    ...
+
+
+def deg2rad(input: Tensor) -> Tensor:
+    """Degrees to radians, ``input * pi / 180`` (``torch.deg2rad``, ``jax.numpy.deg2rad``)."""
     ...
 
 
@@ -76,6 +187,11 @@ def erf(input: Tensor) -> Tensor:
 
 def exp(input: Tensor) -> Tensor:
     """``e ** input`` (``torch.exp``, ``jax.numpy.exp``); int/bool input gives float32."""
+    ...
+
+
+def exp2(input: Tensor) -> Tensor:
+    """``2 ** input`` (``torch.exp2``, ``jax.numpy.exp2``)."""
     ...
 
 
@@ -116,8 +232,18 @@ def log(input: Tensor) -> Tensor:
     ...
 
 
+def log10(input: Tensor) -> Tensor:
+    """Base-10 logarithm (``torch.log10``, ``jax.numpy.log10``); NaN below 0, -inf at 0."""
+    ...
+
+
 def log1p(input: Tensor) -> Tensor:
     """``log(1 + input)``, exact for small inputs (``torch.log1p``, ``jax.numpy.log1p``)."""
+    ...
+
+
+def log2(input: Tensor) -> Tensor:
+    """Base-2 logarithm (``torch.log2``, ``jax.numpy.log2``); NaN below 0, -inf at 0."""
     ...
 
 
@@ -180,6 +306,11 @@ def pow(input, exponent) -> Tensor:
     ...
 
 
+def rad2deg(input: Tensor) -> Tensor:
+    """Radians to degrees, ``input * 180 / pi`` (``torch.rad2deg``, ``jax.numpy.rad2deg``)."""
+    ...
+
+
 def relu(input: Tensor) -> Tensor:
     """``max(input, 0)`` (``torch.relu``, ``jax.nn.relu``); the gradient at 0 is 0.
     Raises RuntimeError for bool."""
@@ -205,6 +336,11 @@ def sign(input: Tensor) -> Tensor:
 
 def sin(input: Tensor) -> Tensor:
     """Sine, in radians (``torch.sin``, ``jax.numpy.sin``)."""
+    ...
+
+
+def sinh(input: Tensor) -> Tensor:
+    """Hyperbolic sine (``torch.sinh``, ``jax.numpy.sinh``)."""
     ...
 
 

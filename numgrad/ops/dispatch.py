@@ -125,7 +125,7 @@ def promote_operands(prim, args):
             da = a._data
             if tb is Tensor:
                 db = b._data
-                if da.dtype == db.dtype:
+                if da.dtype == db.dtype and (da.dtype.kind == "f" or not prim.floating):
                     return args, [da, db]
             elif ((tb is float or tb is int) and da.dtype.kind == "f"
                   and (type(da) is _ndarray or not getattr(da, "_ng_weak", False))):

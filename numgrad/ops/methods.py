@@ -29,6 +29,7 @@ import numgrad.ops.exposure as exposure
 import numgrad.ops.masked as masked
 import numgrad.ops.contiguity as contiguity
 import numgrad.ops.small_math as small_math
+import numgrad.ops.bitwise as BW
 from numgrad.ops.registry import REGISTRY
 from numgrad.ops.wrapped import pow
 from numgrad.ops.inplace import apply_inplace
@@ -60,6 +61,7 @@ def _binary(prim, reflected=False):
 
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
              "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&", "logical_or": "|",
+             "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
              "remainder": "%", "fmod": "fmod"}
 
 
@@ -192,11 +194,6 @@ def _abs(self):
     return E.abs_(self)
 
 
-def _invert(self):
-    """``~x``: logical NOT of a bool tensor (PyTorch: also bitwise NOT of integers)."""
-    return E.logical_not(self)
-
-
 def _getitem(self, index):
     """``x[index]``: basic indexing gives a view, advanced (int or bool tensors, lists)
     a gather (``torch.Tensor.__getitem__``). Raises IndexError for an out-of-range index."""
@@ -265,8 +262,10 @@ _METHODS = {
     "__neg__": _neg, "__pos__": _pos, "__abs__": _abs,
     "__eq__": _binary(E.eq), "__ne__": _binary(E.ne), "__lt__": _binary(E.lt),
     "__le__": _binary(E.le), "__gt__": _binary(E.gt), "__ge__": _binary(E.ge),
-    "__and__": _binary(E.logical_and), "__or__": _binary(E.logical_or),
-    "__invert__": _invert, "__getitem__": _getitem, "__setitem__": _setitem,
+    "__and__": _binary(BW.bitwise_and), "__or__": _binary(BW.bitwise_or),
+    "__xor__": _binary(BW.bitwise_xor), "__rand__": _binary(BW.bitwise_and, True),
+    "__ror__": _binary(BW.bitwise_or, True), "__rxor__": _binary(BW.bitwise_xor, True),
+    "__invert__": BW.invert, "__getitem__": _getitem, "__setitem__": _setitem,
     "__mod__": _binary(SP.remainder), "__rmod__": _binary(SP.remainder, True),
     # arithmetic and elementwise functions: the public function, tensor first
     "matmul": linalg.matmul, "softmax": _softmax, "log_softmax": _log_softmax,

@@ -195,3 +195,63 @@ erf, log1p, sign, clamp, clamp_min, clamp_max, maximum, minimum, power, remainde
         ("hypot", _hypot)))
 ipower = _h("ipower", cpu=_ipower_cpu, cuda=_ipower_cuda, llvm="numba")
 ffmod = _h("ffmod", cpu=_ffmod_cpu, cuda=_ffmod_cuda, llvm="numba")
+
+
+# The inverse and hyperbolic trigonometric family, base-2/10 logs and exp2 (ops.trig): libm
+# (CPU) or libdevice (CUDA). Outside the domain they are NaN (asin(2)) or +-inf (atanh(1)),
+# as NumPy's are eagerly; no IR version, so such a long loop body stays a Numba loop.
+def _asin(x):
+    return math.asin(x)
+
+
+def _acos(x):
+    return math.acos(x)
+
+
+def _atan(x):
+    return math.atan(x)
+
+
+def _sinh(x):
+    return math.sinh(x)
+
+
+def _cosh(x):
+    return math.cosh(x)
+
+
+def _asinh(x):
+    return math.asinh(x)
+
+
+def _acosh(x):
+    return math.acosh(x)
+
+
+def _atanh(x):
+    return math.atanh(x)
+
+
+def _log2(x):
+    return math.log2(x)
+
+
+def _log10(x):
+    return math.log10(x)
+
+
+def _exp2(x):
+    # C's exp2 is not in Python's math (before 3.11) nor Numba's; pow(2, x) is exact at
+    # the integers and within an ulp elsewhere.
+    return math.pow(2.0, x)
+
+
+def _atan2(y, x):
+    return math.atan2(y, x)
+
+
+asin, acos, atan, sinh, cosh, asinh, acosh, atanh, log2, log10, exp2, atan2 = (
+    _h(n, f, llvm="numba") for n, f in (
+        ("asin", _asin), ("acos", _acos), ("atan", _atan), ("sinh", _sinh), ("cosh", _cosh),
+        ("asinh", _asinh), ("acosh", _acosh), ("atanh", _atanh), ("log2", _log2),
+        ("log10", _log10), ("exp2", _exp2), ("atan2", _atan2)))

@@ -27,6 +27,9 @@ VMATH = {"exp", "log", "tanh", "sigmoid", "sin", "cos"}
 VMATH_GRAD = {"erf"}
 # Ops whose kernels call libm where NumPy has its own implementation (1 ulp allowed).
 LIBM = {"pow", "pow_scalar", "expm1", "log1p"}
+# (and ops.trig's family: 1 ulp apart at acos(0.5), float32 sinh(2.5), atan2(-x, tiny)...)
+LIBM |= {"asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10",
+         "exp2", "atan2"}
 
 # Primitives the sweep does not call one by one, and why.
 EXEMPT = {
@@ -98,7 +101,7 @@ def _unary_cases():
         elif name == "clamp":
             cases += [(f"clamp[{lo},{hi}]", lambda x, lo=lo, hi=hi: ng.clamp(x, lo, hi))
                       for lo, hi in CLAMPS]
-        elif name == "logical_not":
+        elif name in ("logical_not", "bitwise_not"):  # (bitwise: integer/bool operands)
             cases.append((name, lambda x, p=p: p(x != 0)))
         else:
             assert not p.params, f"{name} has params: add them to the sweep"
@@ -119,7 +122,7 @@ def _binary_cases():
             continue
         if name == "pow_scalar_grad":
             continue
-        if name in ("logical_and", "logical_or"):
+        if name in ("logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor"):
             cases.append((name, lambda x, y, p=p: p(x != 0, y > 0)))
         else:
             cases.append((name, lambda x, y, p=p: p(x, y)))

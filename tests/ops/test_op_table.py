@@ -166,6 +166,12 @@ def unary_rows(name, domain="real", method=True, function=True, F=False, int_for
     return rows
 
 
+_TRIG = [("asin", "unit"), ("acos", "unit"), ("atan", "real"), ("sinh", "real"),
+         ("cosh", "real"), ("asinh", "real"), ("acosh", (1.2, 3.0)), ("atanh", "unit"),
+         ("log2", "pos"), ("log10", "pos"), ("exp2", "real"), ("deg2rad", "real"),
+         ("rad2deg", "real")]
+
+
 # ----------------------------------------------------------------------------- the table
 OPS: list[OpInfo] = [
     # arithmetic, with broadcasting
@@ -549,6 +555,40 @@ OPS += [  # registry rows no case above reached (test_every_registry_row_has_a_c
     # the composite windows (im2col/col2im), which eager conv2d no longer runs
     OpInfo("F.unfold", lambda m, x: F_(m).unfold(x, 2, padding=1), [S(T((1, 2, 3, 3)))]),
 ]
+OPS += [  # ops.trig: the inverse/hyperbolic family, log2/log10/exp2, atan2, with aliases
+    *[row for n, d in _TRIG for row in unary_rows(n, d, int_forward=True)],
+    # (torch has no derivative for in-place asinh_, acosh_, atanh_: compared with its
+    # out-of-place op there)
+    *[OpInfo(f"{n}_", lambda m, x, _n=n: getattr(x * 1, _n + "_")(), UNARY_SMALL, d,
+             torch_fn=(lambda x, _n=n: getattr(x, _n)()) if n[0] == "a" and "h" in n else None)
+      for n, d in _TRIG],
+    *[OpInfo(f"ng.{a}", lambda m, x, _a=a: getattr(m, _a)(x), UNARY_SMALL, d)
+      for a, d in [("arcsin", "unit"), ("arccos", "unit"), ("arctan", "real"),
+                   ("arcsinh", "real"), ("arccosh", (1.2, 3.0)), ("arctanh", "unit")]],
+    OpInfo("arcsin_", lambda m, x: (x * 1).arcsin_(), UNARY_SMALL, "unit"),
+    OpInfo("ng.atan2", lambda m, x, y: m.atan2(x, y), BINARY, "nonzero", int_forward=True),
+    OpInfo("atan2", lambda m, x, y: x.atan2(y), BINARY[:3], "nonzero"),
+    OpInfo("ng.arctan2", lambda m, x, y: m.arctan2(x, y), BINARY[:1], "nonzero"),
+    OpInfo("atan2_", lambda m, x, y: (x * 1).atan2_(y), BINARY[:2], "nonzero"),
+]
+OPS += [  # ops.bitwise: integer and bool operands only, no gradients
+    *[OpInfo(f"ng.bitwise_{n}", lambda m, x, y, _n=n: getattr(m, "bitwise_" + _n)(x, y), BINARY,
+             "nonzero", dtypes=("int64",), differentiable=False) for n in ("and", "or", "xor")],
+    *[OpInfo(f"op_{n}", fn, BINARY[:3], "nonzero", dtypes=("int64",), differentiable=False)
+      for n, fn in [("and", lambda m, x, y: x & y), ("or", lambda m, x, y: x | y),
+                    ("xor", lambda m, x, y: x ^ y), ("rand", lambda m, x, y: 6 & y),
+                    ("ror", lambda m, x, y: 6 | x), ("xor_bool", lambda m, x, y: (x > 0) ^ True),
+                    ("and_bool", lambda m, x, y: (x > 0) & (y < 0)),
+                    ("or_bool_int", lambda m, x, y: (x > 0) | y)]],
+    OpInfo("ng.bitwise_not", lambda m, x: m.bitwise_not(x), UNARY, "nonzero", dtypes=("int64",),
+           differentiable=False),
+    OpInfo("op_invert", lambda m, x: (~x, ~(x > 0)), UNARY_SMALL, "nonzero", dtypes=("int64",),
+           differentiable=False),
+    OpInfo("bitwise_and_", lambda m, x, y: (x * 1).bitwise_and_(y), BINARY[:2], "nonzero",
+           dtypes=("int64",), differentiable=False),
+    OpInfo("bitwise_not_", lambda m, x: (x * 1).bitwise_not_(), UNARY_SMALL, "nonzero",
+           dtypes=("int64",), differentiable=False),
+]
 _names = [op.name for op in OPS]
 assert len(_names) == len(set(_names)), "duplicate op names in the table"
 
@@ -665,8 +705,9 @@ def test_second_order(op, sample, dtype):
 def test_no_grad_outputs(op, sample, dtype):
     arrays = make_arrays(op, sample, dtype, "nograd")
     outs = as_tuple(op.ng_fn(*ng_inputs(arrays, True), **sample.kwargs))
-    for o in outs:
-        assert o.dtype == ng.bool
+    wants = as_tuple(op.th_fn(*torch_inputs(arrays, False), **sample.kwargs))
+    for o, w in zip(outs, wants, strict=True):  # bool (comparisons) or integer (bitwise)
+        assert o.dtype.name == str(w.dtype).removeprefix("torch.") and not o.is_floating_point()
         assert o.requires_grad is False
         assert o.grad_fn is None
 
@@ -818,7 +859,8 @@ def exercised():
             object.__setattr__(prim, "impl", spy)
     try:
         for op, s in ((op, s) for op in OPS for s in op.samples):
-            arrays = make_arrays(op, s, "float64", "fwd")
+            arrays = make_arrays(op, s, "float64" if "float64" in op.dtypes else op.dtypes[0],
+                                 "fwd")  # (integer-only ops: bitwise)
             xs = ng_inputs(arrays, op.differentiable)
             outs = _float_outputs(as_tuple(op.ng_fn(*xs, **s.kwargs)))
             leaves = [x for x in xs if x.requires_grad]
