@@ -291,6 +291,8 @@ _METHODS = {
     # `t += o` is in place, as in PyTorch (same version bump, same leaf error).
     "__iadd__": _inplace_binary(E.add), "__isub__": _inplace_binary(E.sub),
     "__imod__": _inplace_binary(SP.remainder),
+    "__iand__": _inplace_binary(BW.bitwise_and), "__ior__": _inplace_binary(BW.bitwise_or),
+    "__ixor__": _inplace_binary(BW.bitwise_xor),
 }
 _METHODS.update({"__imul__": _METHODS["mul_"], "__itruediv__": _METHODS["div_"],
                  "__ipow__": _METHODS["pow_"]})

@@ -43,3 +43,21 @@ def test_bitwise_matches_torch(mode, device):
     for got, want in zip(f(*(t.to(device) for t in (a, b, m))), _program(ta, tb, tm)):
         assert got.dtype.name == str(want.dtype).removeprefix("torch.")
         assert got.cpu().numpy().tolist() == want.tolist()
+
+
+def test_augmented_assignment_writes_in_place_as_torch():
+    # `a &= b` changes the tensor itself (an alias sees it) and bumps its version, as torch.
+    got = {}
+    for lib in (ng, torch):
+        a = lib.tensor([5, 3, 12])
+        alias = a
+        a &= lib.tensor([7, 1, 4])
+        a |= lib.tensor([8, 8, 1])
+        a ^= lib.tensor([1, 0, 3])
+        m = lib.tensor([True, False])
+        m |= lib.tensor([False, True])
+        got[lib] = (alias.tolist(), a is alias, a._version, m.tolist())
+    assert got[ng] == got[torch]
+    with pytest.raises(NotImplementedError, match="not implemented for 'Float'"):
+        f = ng.tensor([1.0, 2.0])
+        f &= ng.tensor([1.0, 1.0])
