@@ -223,12 +223,8 @@ class SavedTensor:
             self._output_nr = t._output_nr
             self._requires_grad = t._requires_grad
             pack, unpack = _SAVED_HOOKS[-1].pack_hook, _SAVED_HOOKS[-1].unpack_hook
-            outer = _SAVED_HOOKS[:]
-            _SAVED_HOOKS.clear()  # what the pack hook itself computes saves plainly
-            try:
+            with hooks_off():  # what the pack hook itself computes saves plainly
                 self._packed = (pack(t), unpack, is_output)
-            finally:
-                _SAVED_HOOKS[:] = outer
             return
         if is_output:
             self._tensor = None
@@ -365,19 +361,29 @@ def _refuse_inside_jit():
 
 
 @contextlib.contextmanager
+def hooks_off():
+    """No ``saved_tensors_hooks`` context applies inside (a pack hook's own work, a trace);
+    the open ones are back on exit."""
+    outer = _SAVED_HOOKS[:]
+    _SAVED_HOOKS.clear()
+    try:
+        yield
+    finally:
+        _SAVED_HOOKS[:] = outer
+
+
+@contextlib.contextmanager
 def paused_saved_hooks():
     """While a function is traced for ``@ng.jit``, the hooks opened around the call do not
     see the traced tensors (``torch.compile`` pauses them alike): they run at every call,
     on the tensors the plan saves (``compiler.saved_hooks``)."""
     global _paused
-    outer = _SAVED_HOOKS[:]
-    _SAVED_HOOKS.clear()
-    _paused += 1
-    try:
-        yield
-    finally:
-        _paused -= 1
-        _SAVED_HOOKS[:] = outer
+    with hooks_off():
+        _paused += 1
+        try:
+            yield
+        finally:
+            _paused -= 1
 
 
 _paused = 0  # how many traces have paused the hooks (paused_saved_hooks)

@@ -25,9 +25,7 @@ def pack(node, read_inputs):
     """Pack what the compiled backward ``node`` keeps: the inputs at ``read_inputs`` and its
     saved residuals. The node then holds only what ``pack_hook`` returned."""
     hooks = graph._SAVED_HOOKS[-1]
-    outer = graph._SAVED_HOOKS[:]
-    graph._SAVED_HOOKS.clear()  # what the pack hook itself computes saves plainly
-    try:
+    with graph.hooks_off():  # what the pack hook itself computes saves plainly
         arrays, tensors = node._arrays, node._tensors
         inputs = []
         for i in read_inputs:
@@ -37,8 +35,6 @@ def pack(node, read_inputs):
             arrays[i] = None
         saved = [(None, hooks.pack_hook(Tensor._make(a)), a.shape, a.dtype)
                  for a in node._saved]
-    finally:
-        graph._SAVED_HOOKS[:] = outer
     node._saved = None
     node._versions = []  # the hooks own what was saved: no version check, as eagerly
     return (hooks.unpack_hook, inputs, saved)
