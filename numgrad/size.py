@@ -57,14 +57,13 @@ def broadcast_shapes(*shapes):
     out = []
     for i in range(-ndim, 0):
         size = 1
-        for k, s in enumerate(shapes):
+        for s in shapes:
             if len(s) >= -i:
                 d = s[i]
                 if d != 1:
                     if size != 1 and d != size:
-                        a, b = ("a", "b")
                         raise RuntimeError(
-                            f"The size of tensor {a} ({size}) must match the size of tensor {b} "
+                            f"The size of tensor a ({size}) must match the size of tensor b "
                             f"({d}) at non-singleton dimension {ndim + i}")
                     size = d
         out.append(size)

@@ -74,6 +74,10 @@ class Block:
             pass
 
 
+STAT_NAMES = ("device_mallocs", "device_frees", "allocs", "frees", "cache_hits",
+              "allocated_bytes", "cached_bytes", "peak_allocated_bytes", "oom_flushes")
+
+
 class Pool:
     """The free lists and counters of one device."""
 
@@ -83,9 +87,7 @@ class Pool:
         self.free = {}            # rounded size -> [(mem, ptr), ...]
         self.cap = False          # False: not read yet
         self.ctx = None
-        self.stats = dict.fromkeys(
-            ("device_mallocs", "device_frees", "allocs", "frees", "cache_hits",
-             "allocated_bytes", "cached_bytes", "peak_allocated_bytes", "oom_flushes"), 0)
+        self.stats = dict.fromkeys(STAT_NAMES, 0)
 
     # -------------------------------------------------------------- raw memory
     def _context(self):
@@ -210,7 +212,7 @@ def memory_stats(device=None) -> dict:
         pools = [pool(_index(device))]
     else:
         pools = list(_POOLS.values())
-    out = dict.fromkeys(Pool(0, True).stats, 0)
+    out = dict.fromkeys(STAT_NAMES, 0)
     for p in pools:
         for k, v in p.stats.items():
             out[k] += v
