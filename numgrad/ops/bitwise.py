@@ -15,8 +15,8 @@ import numgrad.dtypes as _dt
 from numgrad.ops.registry import Api, defop
 from numgrad.tensor import Tensor
 
-# PyTorch's names of the floating dtypes in its "not implemented for" errors.
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half"}
+# PyTorch's dtype names in its "not implemented for" errors (Half too, which numgrad lacks).
+_ERROR_NAMES = {**_dt.SCALAR_NAMES, "float16": "Half"}
 
 
 def _result_dtype(operands):
@@ -37,7 +37,7 @@ def _integral_only(name):
         rd = _result_dtype(operands)
         if rd is not None and rd.is_floating_point:
             return NotImplementedError(f'"{name}_cpu" not implemented for '
-                                       f"'{_TORCH_NAMES.get(rd.name, rd.name)}'")
+                                       f"'{_ERROR_NAMES.get(rd.name, rd.name)}'")
         return None
     return check
 
@@ -47,7 +47,7 @@ def _not_scalar(args, dt, params, spell):
     return f"(not {args[0]})" if dt == np.bool_ else f"(~{args[0]})"
 
 
-def _binary(name, impl, op, torch_op):
+def _binary(name, impl, op):
     return defop(name, inputs=("x", "y"), impl=impl, kind="elementwise",
                  lowering=f"({{0}} {op} {{1}})", check=_integral_only(name), python_exact=True,
                  api=Api(doc=f"``input {op} other``, bit by bit, of integer or bool tensors "
@@ -55,9 +55,9 @@ def _binary(name, impl, op, torch_op):
                              "operands. Never requires grad.", inplace=True))
 
 
-bitwise_and = _binary("bitwise_and", np.bitwise_and, "&", "and")
-bitwise_or = _binary("bitwise_or", np.bitwise_or, "|", "or")
-bitwise_xor = _binary("bitwise_xor", np.bitwise_xor, "^", "xor")
+bitwise_and = _binary("bitwise_and", np.bitwise_and, "&")
+bitwise_or = _binary("bitwise_or", np.bitwise_or, "|")
+bitwise_xor = _binary("bitwise_xor", np.bitwise_xor, "^")
 bitwise_not = defop("bitwise_not", inputs=("x",), impl=np.invert, kind="elementwise",
                     lowering="bitwise_not({0})", scalar=_not_scalar,
                     check=_integral_only("bitwise_not"), python_exact=True,

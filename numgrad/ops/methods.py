@@ -32,6 +32,7 @@ import numgrad.ops.small_math as small_math
 import numgrad.ops.bitwise as BW
 from numgrad.ops.registry import REGISTRY
 from numgrad.ops.wrapped import pow
+from numgrad.ops.device_copy import transfer
 from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.numpy_interop import array_ufunc, as_constant, operand
 from numgrad.tensor import Tensor, device as _device
@@ -102,7 +103,6 @@ def to(self, *args, **kwargs) -> Tensor:
             with no_grad():
                 out = E.to_dtype(out, dtype=target.np)
     if dev is not None and _device(dev) != out.device:
-        from numgrad.ops.device_copy import transfer
         out = transfer(out, _device(dev))
     return out
 
