@@ -38,6 +38,7 @@ from numgrad import accelerator
 from numgrad import cuda
 from numgrad.cuda import eager as _cuda_eager
 from numgrad.ops.masked import masked_select, nonzero, argwhere, unique
+from numgrad.ops.movedim import movedim, moveaxis
 from numgrad.ops.small_math import (isfinite, isnan, isinf, floor, ceil, trunc, frac, square,
                                     reciprocal, rsqrt, lerp, addcmul, addcdiv, dot, outer,
                                     numel, is_tensor, detach)
@@ -70,6 +71,9 @@ def __getattr__(name):
         return getattr(compiler, name)
     if name == "func":  # torch.func's transforms (built on the compiler's ng.grad)
         return __import__("numgrad.func", fromlist=["vmap"])
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        from numgrad.func import vmap
+        return vmap
     if name == "distributed":  # data parallelism over Dask: imports Dask only when a step runs
         return __import__("numgrad.distributed", fromlist=["data_parallel"])
     raise AttributeError(f"module 'numgrad' has no attribute {name!r}")

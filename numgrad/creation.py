@@ -220,15 +220,28 @@ def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _finish(_generator().standard_normal(_size(size)).astype(d.np), requires_grad, device)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
-    """Integers uniform in ``[low, high)`` (``torch.randint``); int64.
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad=False) -> Tensor:
+    """Integers uniform in ``[low, high)`` (``torch.randint``); int64 unless ``dtype``.
+    As torch's, ``randint(high, size)`` reads its two positional arguments as high and size.
 
-    Raises ValueError when ``low >= high``.
+    >>> ng.randint(10, (3,)).shape
+    torch.Size([3])
+
+    Raises RuntimeError when ``low >= high``.
     """
+    if size is None and isinstance(high, (tuple, list)):   # randint(high, size)
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing 1 required positional arguments: \"size\"")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    return _finish(_generator().integers(low, high, _size((size,))).astype(d.np), False, device)
+    rng = generator if generator is not None else _generator()
+    return _finish(rng.integers(low, high, _size((size,))).astype(d.np), requires_grad, device)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -226,7 +226,8 @@ def _alive(pid):
 
 
 # ------------------------------------------------------------------ loading
-def load(f, map_location=None, *, weights_only=True, max_inflation=MAX_INFLATION) -> object:
+def load(f, map_location=None, *, weights_only=True, mmap=None,
+         max_inflation=MAX_INFLATION) -> object:
     """Read what ``ng.save`` wrote to the path or binary file ``f`` (``torch.load``),
     or a ``.npz`` / ``.npy`` file (a ``.npz`` gives a dict of tensors, in order).
     Nothing in the file is ever executed: pickles are refused. Tensors come back on
@@ -244,8 +245,12 @@ def load(f, map_location=None, *, weights_only=True, max_inflation=MAX_INFLATION
     a corrupt or truncated file, a header whose sizes, offsets, dims (at most 64),
     dtypes, devices or ``requires_grad`` do not add up, or an archive over the cap.
     ``weights_only`` is accepted for PyTorch's spelling; loading is always weights-only.
+    ``mmap=True`` (a path only, ValueError otherwise, as PyTorch's) reads the file as above:
+    the tensors it returns are the same, held in memory rather than mapped.
     """
     if hasattr(f, "read"):
+        if mmap:
+            raise ValueError("f must be a file path in order to use the mmap argument")
         return _load_stream(f, str(getattr(f, "name", "<file>")), map_location, max_inflation)
     name = os.fspath(f)
     with open(name, "rb") as fh:

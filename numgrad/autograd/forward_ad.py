@@ -40,12 +40,13 @@ NO_TANGENT = frozenset({"detach", "dropout_mask"})
 class Dual:
     """The payload of a dual tensor: ``primal`` and ``tangent`` payloads of one shape."""
 
-    __slots__ = ("primal", "tangent", "_ng_interpreter")
+    __slots__ = ("primal", "tangent", "_ng_interpreter", "given")
 
-    def __init__(self, primal, tangent, level):
+    def __init__(self, primal, tangent, level, given=None):
         self.primal = primal
         self.tangent = tangent
         self._ng_interpreter = level
+        self.given = given  # the tangent Tensor make_dual used as is (unpack_dual returns it)
 
     shape = property(lambda self: self.primal.shape)
     dtype = property(lambda self: self.primal.dtype)
@@ -224,15 +225,25 @@ def make_dual(tensor, tangent, *, level=None):
                            "that of the original Tensor, this is not supported. Tensor is of "
                            f"size {list(tensor.shape)} while the given forward gradient is of "
                            f"size {list(tangent.shape)}.")
-    t = tangent._data
+    t, given = tangent._data, tangent
     if t.dtype != tensor._data.dtype:
         from numgrad.ops.dispatch import evaluate, to_dtype_prim
-        t = evaluate(to_dtype_prim(), [t], {"dtype": tensor._data.dtype})
+        t, given = evaluate(to_dtype_prim(), [t], {"dtype": tensor._data.dtype}), None
+    elif None not in (_strides(t), _strides(tensor._data)) and t.strides != tensor._data.strides:
+        # As PyTorch: a tangent laid out unlike the primal is copied into the primal's layout;
+        # one laid out alike is used as is (unpack_dual gives that very tensor back).
+        t, given = np.array(t, order="C"), None
     if tensor.requires_grad:  # reverse mode still sees the primal: keep its history
         out = tensor.clone()
-        out._data = Dual(out._data, t, lv)
+        out._data = Dual(out._data, t, lv, given)
         return out
-    return Tensor._make(Dual(tensor._data, t, lv), None, tensor._vc)
+    return Tensor._make(Dual(tensor._data, t, lv, given), None, tensor._vc)
+
+
+def _strides(a):
+    """A NumPy payload's strides; None for a device or traced payload, whose layout is not
+    compared (the tangent is then used as is)."""
+    return a.strides if type(a) is np.ndarray else None
 
 
 def unpack_dual(tensor, *, level=None):
@@ -244,4 +255,7 @@ def unpack_dual(tensor, *, level=None):
                                                             d._ng_interpreter is not lv):
         return UnpackedDualTensor(tensor, None)
     primal = Tensor._make(d.primal, None, tensor._vc)
+    given = d.given
+    if given is not None and given._data is d.tangent:
+        return UnpackedDualTensor(primal, given)
     return UnpackedDualTensor(primal, Tensor._make(d.tangent))

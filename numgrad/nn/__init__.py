@@ -28,3 +28,4 @@ from numgrad.nn.attention import (MultiheadAttention, TransformerEncoderLayer,  
                                   TransformerEncoder)
 from numgrad.nn.transformer import (TransformerDecoderLayer, TransformerDecoder,  # noqa: F401
                                     Transformer)
+from numgrad.nn.data_parallel import DataParallel  # noqa: F401

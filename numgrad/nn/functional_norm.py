@@ -100,11 +100,11 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     return named(out, "NativeGroupNormBackward0")
 
 
-def _channel_dropout(input, p, training, inplace, n, name):
+def _channel_dropout(input, p, training, inplace, n, name, lead=None):
     dropout = F.dropout
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if input.ndim not in (n + 1, n + 2):
+    if lead is None and input.ndim not in (n + 1, n + 2):
         raise RuntimeError(f"{name}: Expected {n + 1}D or {n + 2}D input, but received a "
                            f"{input.ndim}D input. Note that {name} exists to provide channel-"
                            f"wise dropout on inputs with {n} spatial dimension(s), a channel "
@@ -113,7 +113,8 @@ def _channel_dropout(input, p, training, inplace, n, name):
     if not training or p == 0.0:
         return input
     # One draw per channel: dropout of a (..., C, 1, ...) tensor of ones, broadcast.
-    lead = input.ndim - n
+    lead = input.ndim - n if lead is None else lead
+    n = input.ndim - lead
     probe = ops.getitem(input.detach(), (slice(None),) * lead + (slice(0, 1),) * n)
     mask = dropout(ops.mul(probe, 0.0) + 1.0, p, True)
     if inplace:
@@ -141,7 +142,27 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
     >>> F.dropout2d(ng.ones(2, 3, 4, 4), 0.5, training=False).shape
     torch.Size([2, 3, 4, 4])
     """
-    return _channel_dropout(input, p, training, inplace, 2, "dropout2d")
+    nd = input.ndim
+    if nd not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated "
+                      "and will result in an error in a future release. To retain the behavior "
+                      "and silence this warning, please use dropout instead. Note that "
+                      "dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch "
+                      "dimension (i.e. 3D or 4D inputs).", stacklevel=2)
+    if nd < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if nd == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.",
+                      stacklevel=2)
+    # As PyTorch's feature dropout: one draw per (dim 0, dim 1) pair, whatever the rank (a 3D
+    # input is (N, C, L), a 2D one is dropped element by element).
+    return _channel_dropout(input, p, training, inplace, 2, "dropout2d", lead=2)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,

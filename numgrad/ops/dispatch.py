@@ -30,6 +30,7 @@ from numgrad.errors import TracingError, user_location
 import numgrad.autograd.anomaly as _anomaly
 from numgrad.autograd.graph import (Node, SavedParam, SavedTensor, accumulator_of,
                                     _sequence)
+from numgrad.autograd.saved_attrs import saved_attribute
 from numgrad.grad_mode import is_grad_enabled
 from numgrad.tensor import Tensor
 from numgrad.size import broadcast_shapes  # noqa: F401  (ops.broadcast_shapes)
@@ -372,6 +373,9 @@ class OpNode(Node):
 
     def name(self):
         return self._prim.node_name(self._params, self._shapes)
+
+    def __getattr__(self, name):  # grad_fn._saved_self and the like, by PyTorch's names
+        return saved_attribute(self, name)
 
     @property
     def metadata(self):

@@ -11,6 +11,7 @@ Room: optim. PyTorch's rule, per parameter, at step ``t``::
 """
 from __future__ import annotations
 
+from numgrad.optim.impl_flags import impl_flags
 from numgrad.optim.kernels import advance
 from numgrad.optim.optimizer import Optimizer
 
@@ -23,6 +24,8 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
                  decoupled_weight_decay: bool = False):
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -36,6 +39,8 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize,
+                                      **impl_flags(foreach, differentiable, fused,
+                                                   capturable=capturable),
                                       decoupled_weight_decay=decoupled_weight_decay))
 
     def _update(self, group):
@@ -73,6 +78,9 @@ class AdamW(Adam):
     """Adam with decoupled weight decay, default 0.01 (``torch.optim.AdamW``)."""
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False):
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
-                         decoupled_weight_decay=True)
+                         foreach=foreach, capturable=capturable, differentiable=differentiable,
+                         fused=fused, decoupled_weight_decay=True)

@@ -9,6 +9,7 @@ Room: optim. PyTorch's rule (``torch.optim.SGD``), per parameter::
 """
 from __future__ import annotations
 
+from numgrad.optim.impl_flags import impl_flags
 from numgrad.optim.kernels import copy_state, kernels_for
 from numgrad.optim.optimizer import Optimizer, required
 from numgrad.tensor import Tensor
@@ -28,7 +29,9 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False):
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False,
+                 fused: bool | None = None):
         if lr is not required and lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -39,7 +42,8 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+                                      maximize=maximize,
+                                      **impl_flags(foreach, differentiable, fused)))
 
     def _update(self, group):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
