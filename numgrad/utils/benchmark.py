@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import textwrap
 import timeit as _timeit
 
@@ -149,10 +150,12 @@ class Timer:
         if global_setup:
             raise ValueError(f"global_setup is C++ only, got `{global_setup}`. Most likely "
                              "this code can simply be moved to `setup`.")
-        import numgrad
+        # As PyTorch's, ``torch`` needs no global: it is the package (loaded by now, as this
+        # module is part of it; read from sys.modules since no module imports the package).
+        package = sys.modules["numgrad"]
         self._globals = dict(globals or {})
-        self._globals.setdefault("torch", numgrad)
-        self._globals.setdefault("ng", numgrad)
+        self._globals.setdefault("torch", package)
+        self._globals.setdefault("ng", package)
         stmt, setup = textwrap.dedent(stmt).strip(), textwrap.dedent(setup).strip()
         self._timer = _timeit.Timer(stmt=stmt, setup=setup, timer=timer, globals=self._globals)
         self._task_spec = TaskSpec(stmt, setup, global_setup, label, sub_label, description,
