@@ -39,6 +39,8 @@ from numgrad import cuda
 from numgrad.cuda import eager as _cuda_eager
 from numgrad.ops.masked import masked_select, nonzero, argwhere, unique
 from numgrad.ops.movedim import movedim, moveaxis
+from numgrad.ops.dist import dist
+from numgrad.ops.bernoulli import bernoulli
 from numgrad.ops.small_math import (isfinite, isnan, isinf, floor, ceil, trunc, frac, square,
                                     reciprocal, rsqrt, lerp, addcmul, addcdiv, dot, outer,
                                     numel, is_tensor, detach)

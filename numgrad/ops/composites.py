@@ -146,7 +146,14 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:
         return R.sum_p((input != 0).to(input.dtype), dim=dims, keepdim=bool(keepdim))
     if p == 1:
         return R.sum_p(a, dim=dims, keepdim=bool(keepdim))
-    s = R.sum_p(input * input if p == 2 else a ** p, dim=dims, keepdim=bool(keepdim))
+    if p == 2:
+        powered = input * input
+    elif p < 1:  # |x|^p has an infinite slope at 0: PyTorch's gradient there is 0, not nan
+        zero = a == 0
+        powered = E.where(zero, 0.0, E.where(zero, 1.0, a) ** p)
+    else:
+        powered = a ** p
+    s = R.sum_p(powered, dim=dims, keepdim=bool(keepdim))
     return _safe_root(s, p)
 
 

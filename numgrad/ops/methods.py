@@ -31,6 +31,8 @@ import numgrad.ops.contiguity as contiguity
 import numgrad.ops.small_math as small_math
 import numgrad.ops.bitwise as BW
 import numgrad.ops.movedim as MD
+import numgrad.ops.dist as DI
+import numgrad.ops.bernoulli as BE
 from numgrad.ops.registry import REGISTRY
 from numgrad.ops.wrapped import pow
 from numgrad.ops.device_copy import transfer
@@ -333,7 +335,8 @@ _METHODS.update({n: getattr(contiguity, n) for n in ("contiguous", "is_contiguou
 _METHODS.update({n: getattr(small_math, n) for n in (
     "isfinite", "isnan", "isinf", "floor", "ceil", "trunc", "frac", "square", "reciprocal",
     "rsqrt", "lerp", "addcmul", "addcdiv", "dot", "outer")})
-_METHODS.update({"movedim": MD.movedim, "moveaxis": MD.moveaxis})
+_METHODS.update({"movedim": MD.movedim, "moveaxis": MD.moveaxis, "dist": DI.dist,
+                 "bernoulli": BE.bernoulli, "bernoulli_": BE.bernoulli_})
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
 # first is self, so input= is not a method's keyword).
 _METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()

@@ -11,7 +11,7 @@ Room: optim. PyTorch's rule, per parameter, at step ``t``::
 """
 from __future__ import annotations
 
-from numgrad.optim.impl_flags import impl_flags
+from numgrad.optim.impl_flags import check_flags
 from numgrad.optim.kernels import advance
 from numgrad.optim.optimizer import Optimizer
 
@@ -36,11 +36,12 @@ class Adam(Optimizer):
                 raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_flags(foreach, differentiable, fused)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize,
-                                      **impl_flags(foreach, differentiable, fused,
-                                                   capturable=capturable),
+                                      maximize=maximize, foreach=foreach,
+                                      capturable=capturable, differentiable=differentiable,
+                                      fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay))
 
     def _update(self, group):

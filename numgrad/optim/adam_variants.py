@@ -7,6 +7,7 @@ Room: optim. PyTorch's single-tensor code term by term on ``optim.kernels``; the
 """
 from __future__ import annotations
 
+from numgrad.optim.impl_flags import check_flags
 from numgrad.optim.adaptive import check_nonnegative
 from numgrad.optim.kernels import advance, scale_state
 from numgrad.optim.optimizer import Optimizer
@@ -47,10 +48,15 @@ class Adamax(Optimizer):
     """
 
     def __init__(self, params, lr: float = 2e-3, betas: tuple = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0, *, maximize: bool = False):
+                 eps: float = 1e-8, weight_decay: float = 0, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False):
         _check_adam(lr, betas, eps, weight_decay)
+        check_flags(foreach, differentiable)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, maximize=maximize))
+                                      weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
 
     def _update(self, group):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
@@ -82,14 +88,18 @@ class NAdam(Optimizer):
 
     def __init__(self, params, lr: float = 2e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False, *, maximize: bool = False):
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False):
         _check_adam(lr, betas, eps, weight_decay)
         check_nonnegative(momentum_decay=momentum_decay)
+        check_flags(foreach, differentiable)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay,
                                       momentum_decay=momentum_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
-                                      maximize=maximize))
+                                      maximize=maximize, foreach=foreach,
+                                      capturable=capturable, differentiable=differentiable))
 
     def _update(self, group):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
@@ -127,11 +137,16 @@ class RAdam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0,
-                 decoupled_weight_decay: bool = False, *, maximize: bool = False):
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False):
         _check_adam(lr, betas, eps, weight_decay)
+        check_flags(foreach, differentiable)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, maximize=maximize,
-                                      decoupled_weight_decay=decoupled_weight_decay))
+                                      foreach=foreach, capturable=capturable,
+                                      decoupled_weight_decay=decoupled_weight_decay,
+                                      differentiable=differentiable))
 
     def _update(self, group):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]

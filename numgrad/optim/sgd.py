@@ -9,7 +9,7 @@ Room: optim. PyTorch's rule (``torch.optim.SGD``), per parameter::
 """
 from __future__ import annotations
 
-from numgrad.optim.impl_flags import impl_flags
+from numgrad.optim.impl_flags import check_flags
 from numgrad.optim.kernels import copy_state, kernels_for
 from numgrad.optim.optimizer import Optimizer, required
 from numgrad.tensor import Tensor
@@ -38,12 +38,13 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_flags(foreach, differentiable, fused)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize,
-                                      **impl_flags(foreach, differentiable, fused)))
+                                      maximize=maximize, foreach=foreach,
+                                      differentiable=differentiable, fused=fused))
 
     def _update(self, group):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
