@@ -7,8 +7,8 @@ input or parameter names. Reading a saved tensor unpacks it, as PyTorch's does: 
 unpack hook of ``saved_tensors_hooks`` when one packed it, and a RuntimeError once backward
 freed it.
 
->>> a = ng.ones(2, requires_grad=True)
->>> (a * 2).grad_fn._saved_self is a
+>>> a, b = ng.ones(2, requires_grad=True), ng.ones(2, requires_grad=True)
+>>> (a * b).grad_fn._saved_self is a
 True
 """
 from __future__ import annotations

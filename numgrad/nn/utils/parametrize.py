@@ -303,6 +303,13 @@ def remove_parametrizations(module: Module, tensor_name: str,
     again, holding the parametrized value (``leave_parametrized``) or the original; the
     module gets its class back once nothing is parametrized.
 
+    >>> class Double(nn.Module):
+    ...     def forward(self, X):
+    ...         return 2 * X
+    >>> m = register_parametrization(nn.Linear(2, 2), "bias", Double())
+    >>> type(remove_parametrizations(m, "bias")).__name__
+    'Linear'
+
     Raises ValueError when ``tensor_name`` is not parametrized.
     """
     if not is_parametrized(module, tensor_name):
