@@ -6,17 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 import numgrad.creation as _creation
+import numgrad.dtypes as _dt
 from numgrad.ops.conv import named
 from numgrad.tensor import Tensor
-
-_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                "uint8": "Byte", "bool": "Bool"}
 
 
 def _draw(like: Tensor, probs, generator) -> Tensor:
     """0/1 values of ``like``'s shape, dtype and device, 1 with probability ``probs``."""
     if not like.dtype.is_floating_point:
-        name = _TORCH_NAMES.get(like.dtype.name, like.dtype.name)
+        name = _dt.SCALAR_NAMES.get(like.dtype.name, like.dtype.name)
         raise NotImplementedError(f'"bernoulli_tensor_cpu_p_" not implemented for \'{name}\'')
     if isinstance(probs, Tensor):
         probs = probs.detach().cpu().numpy()

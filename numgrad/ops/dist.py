@@ -2,13 +2,10 @@
 (so its gradient is zero where the difference is, as PyTorch's)."""
 from __future__ import annotations
 
+import numgrad.dtypes as _dt
 from numgrad.ops.composites import norm
 from numgrad.ops.conv import named
 from numgrad.tensor import Tensor
-
-# PyTorch's scalar-type names, for its error text.
-_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                "uint8": "Byte", "bool": "Bool"}
 
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
@@ -21,7 +18,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """
     diff = input - other
     if not diff.dtype.is_floating_point:
-        name = _TORCH_NAMES.get(diff.dtype.name, diff.dtype.name)
+        name = _dt.SCALAR_NAMES.get(diff.dtype.name, diff.dtype.name)
         raise RuntimeError("norm(): input dtype should be either floating point or complex. "
                            f"Got {name} instead.")
     return named(norm(diff, p), "DistBackward0")
