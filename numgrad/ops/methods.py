@@ -110,7 +110,7 @@ def to(self, *args, **kwargs) -> Tensor:
 def _missing_dtype(method, torch_dtype, instead):
     def convert(self, memory_format=None):
         raise TypeError(f"Tensor.{method}() converts to {torch_dtype}, which numgrad does not "
-                        f"have (its dtypes are float32, float64, int64, int32 and bool); use "
+                        f"have (its dtypes are {_dt.NAMES_TEXT}); use "
                         f".{instead}() instead")
     convert.__name__ = method
     convert.__doc__ = (f"PyTorch's ``Tensor.{method}()`` ({torch_dtype}); numgrad has no such "
@@ -230,6 +230,16 @@ def _int(self):
     return to(self, _dt.int32)
 
 
+def _cast_method(method, d):
+    def convert(self, memory_format=None):
+        return to(self, d)
+    convert.__name__ = convert.__qualname__ = method
+    convert.__doc__ = (f"This tensor as {d.name} (``torch.Tensor.{method}``); integers carry no "
+                       f"gradient.\n\n    >>> ng.tensor([1, 300]).{method}().dtype\n    "
+                       f"numgrad.{d.name}\n    ")
+    return convert
+
+
 def _bool(self):
     """A bool copy (``torch.Tensor.bool``); bools carry no gradient."""
     return to(self, _dt.bool_)
@@ -282,10 +292,10 @@ _METHODS = {
     # conversion
     "to": to, "float": _float, "double": _double, "long": _long, "int": _int, "bool": _bool,
     "type_as": _type_as, "cpu": _cpu, "cuda": _cuda,
+    "short": _cast_method("short", _dt.int16), "char": _cast_method("char", _dt.int8),
+    "byte": _cast_method("byte", _dt.uint8),
     **{m: _missing_dtype(m, d, i) for m, d, i in (
-        ("short", "int16", "long"), ("char", "int8", "long"),
-        ("byte", "uint8", "long"), ("half", "float16", "float"),
-        ("bfloat16", "bfloat16", "float"))},
+        ("half", "float16", "float"), ("bfloat16", "bfloat16", "float"))},
     # in-place
     "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
     # `t += o` is in place, as in PyTorch (same version bump, same leaf error).

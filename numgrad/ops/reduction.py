@@ -58,12 +58,12 @@ def _sum_dtype(d):
     return np.dtype(np.int64) if d.kind in "biu" else d
 
 
-def _lowest(dt):
-    return -np.inf if dt.kind == "f" else np.iinfo(np.int64).min
+def _lowest(dt):  # of the dtype itself: int64's would not fit a uint8 accumulator
+    return -np.inf if dt.kind == "f" else np.iinfo(dt if dt.kind in "iu" else np.int64).min
 
 
 def _highest(dt):
-    return np.inf if dt.kind == "f" else np.iinfo(np.int64).max
+    return np.inf if dt.kind == "f" else np.iinfo(dt if dt.kind in "iu" else np.int64).max
 
 
 def _np_mean(x, dim, keepdim):
