@@ -6,11 +6,21 @@ derivative is covered by these two primitives.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import numgrad.tracing_hook as tracing_hook
 import numgrad.ops.late as _late
 from numgrad.ops.registry import defop
+
+
+def byte_mask(a):
+    """A uint8 index array read as the bool mask PyTorch still takes it for, with its
+    deprecation warning."""
+    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                  "torch.bool instead.", UserWarning, stacklevel=4)
+    return a.astype(np.bool_)
 
 
 def normalize_index(index, shape=None):
@@ -30,7 +40,7 @@ def normalize_index(index, shape=None):
                 # on the host (as PyTorch synchronises for one) and indexes as a NumPy mask.
                 k = Tensor(k._data._ng_host())
             if type(k._data) is not np.ndarray:
-                if k._data.dtype.kind not in "iu":
+                if k._data.dtype.kind != "i":  # a bool or uint8 (byte) mask
                     from numgrad.errors import DataDependentError, user_location
                     raise DataDependentError(
                         f"indexing with a traced {k._data.dtype} tensor {user_location()}: a "
@@ -41,6 +51,8 @@ def normalize_index(index, shape=None):
                 out.append(_TracedIndex(k))  # a gather: its shape is the index's (static)
                 continue
             a = k._concrete()
+            if a.dtype == np.uint8:
+                a = byte_mask(a)
             if a.dtype == np.bool_ or a.ndim > 0:
                 k = a.astype(np.int64) if a.dtype.kind in "iu" else a
             else:

@@ -30,6 +30,7 @@ import numgrad.ops.masked as masked
 import numgrad.ops.contiguity as contiguity
 import numgrad.ops.small_math as small_math
 import numgrad.ops.bitwise as BW
+import numgrad.ops.trig as trig
 from numgrad.ops.registry import REGISTRY
 from numgrad.ops.wrapped import pow
 from numgrad.ops.device_copy import transfer
@@ -133,6 +134,10 @@ def _setitem(self, index, value) -> None:
     write. Raises TypeError for a value that is not a tensor or number, IndexError for an
     out-of-range index, RuntimeError on a leaf that requires grad.
     """
+    if isinstance(index, Tensor) and index.dtype is _dt.uint8 and (
+            not isinstance(value, Tensor) or value.ndim == 0):  # PyTorch's masked_fill_ path
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           "unsigned char")
     if isinstance(value, Tensor) or _operand(value):
         apply_inplace(self, I.index_put, index, value)
     else:
@@ -342,6 +347,7 @@ _METHODS.update({n: getattr(contiguity, n) for n in ("contiguous", "is_contiguou
 _METHODS.update({n: getattr(small_math, n) for n in (
     "isfinite", "isnan", "isinf", "floor", "ceil", "trunc", "frac", "square", "reciprocal",
     "rsqrt", "lerp", "addcmul", "addcdiv", "dot", "outer")})
+_METHODS.update(trig.INPLACE_METHODS)  # asinh_, acosh_, atanh_: no derivative, as PyTorch's
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
 # first is self, so input= is not a method's keyword).
 _METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()

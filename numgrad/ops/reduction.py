@@ -10,6 +10,8 @@ import warnings
 
 import numpy as np
 
+import numgrad.dtypes as _dt
+
 from numgrad.ops.dispatch import shape_count
 from numgrad.ops.registry import Reduction, defop
 from numgrad.tensor import Tensor  # for annotations
@@ -196,7 +198,8 @@ def mean(x, dim=None, keepdim=False, dtype=None) -> Tensor:
         x = x.to(dtype)
     if not x.dtype.is_floating_point:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                           f"floating point or complex dtype. Got: {x.dtype.name}")
+                           "floating point or complex dtype. Got: "
+                           f"{_dt.SCALAR_NAMES.get(x.dtype.name, x.dtype.name)}")
     return mean_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
 
 
