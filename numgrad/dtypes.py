@@ -111,9 +111,14 @@ def promote(dtypes_dims_scalars) -> dtype:
     return result
 
 
-def promote_types(a, b) -> dtype:
-    """PyTorch's ``promote_types``: the wider of two dtypes, except that uint8 and int8 meet
-    at int16 (neither holds the other's range)."""
+def promote_types(type1, type2) -> dtype:
+    """The smallest dtype both convert to (``torch.promote_types``): the wider of the two,
+    except that uint8 and int8 meet at int16 (neither holds the other's range).
+
+    >>> ng.promote_types(ng.uint8, ng.int8)
+    numgrad.int16
+    """
+    a, b = as_dtype(type1), as_dtype(type2)
     if a is b:
         return a
     if {a, b} == _U8_I8:
@@ -122,6 +127,25 @@ def promote_types(a, b) -> dtype:
 
 
 _U8_I8 = {uint8, int8}
+
+
+def result_type(tensor1, tensor2) -> dtype:
+    """The dtype an arithmetic op on ``tensor1`` and ``tensor2`` (tensors or Python numbers)
+    computes in (``torch.result_type``): 0-d tensors and numbers only lift the category.
+
+    >>> ng.result_type(ng.tensor([1], dtype=ng.int8), 1000), ng.result_type(ng.tensor([1]), 2.5)
+    (numgrad.int8, numgrad.float32)
+    """
+    keys = []
+    for t in (tensor1, tensor2):
+        if hasattr(t, "dtype") and hasattr(t, "ndim"):  # a Tensor (dtypes imports no tensor)
+            keys.append((t.dtype, t.ndim, False))
+        elif isinstance(t, (bool, int, float, np.bool_, np.integer, np.floating)):
+            keys.append((of_scalar(t), 0, True))
+        else:
+            raise TypeError(f"result_type() received an invalid combination of arguments - got "
+                            f"({type(tensor1).__name__}, {type(tensor2).__name__})")
+    return promote(keys)
 
 
 def _category(d):

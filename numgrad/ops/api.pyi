@@ -12,10 +12,10 @@ __all__ = [
     'abs', 'acos', 'acosh', 'add', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan',
     'arctan2', 'arctanh', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and',
     'bitwise_not', 'bitwise_or', 'bitwise_xor', 'clamp', 'clip', 'clone', 'cos', 'cosh',
-    'deg2rad', 'div', 'divide', 'eq', 'erf', 'exp', 'exp2', 'expm1', 'fmod', 'ge', 'gt',
-    'hypot', 'le', 'log', 'log10', 'log1p', 'log2', 'logical_and', 'logical_not', 'logical_or',
-    'lt', 'maximum', 'minimum', 'mul', 'multiply', 'ne', 'neg', 'pow', 'rad2deg', 'relu',
-    'remainder', 'sigmoid', 'sign', 'sin', 'sinh', 'sqrt', 'sub', 'subtract', 'tanh',
+    'deg2rad', 'div', 'divide', 'eq', 'erf', 'exp', 'exp2', 'expm1', 'floor_divide', 'fmod',
+    'ge', 'gt', 'hypot', 'le', 'log', 'log10', 'log1p', 'log2', 'logical_and', 'logical_not',
+    'logical_or', 'lt', 'maximum', 'minimum', 'mul', 'multiply', 'ne', 'neg', 'pow', 'rad2deg',
+    'relu', 'remainder', 'sigmoid', 'sign', 'sin', 'sinh', 'sqrt', 'sub', 'subtract', 'tanh',
     'true_divide', 'where',
 ]
 
@@ -197,6 +197,13 @@ def exp2(input: Tensor) -> Tensor:
 
 def expm1(input: Tensor) -> Tensor:
     """``exp(input) - 1``, exact for small inputs (``torch.expm1``, ``jax.numpy.expm1``)."""
+    ...
+
+
+def floor_divide(input: Operand, other: Operand) -> Tensor:
+    """``input // other``: the quotient rounded down (``torch.floor_divide``,
+    ``jax.numpy.floor_divide``); integers stay integers. Raises RuntimeError for an
+    integer zero divisor, and from backward (PyTorch has no derivative)."""
     ...
 
 

@@ -31,6 +31,7 @@ import numgrad.ops.contiguity as contiguity
 import numgrad.ops.small_math as small_math
 import numgrad.ops.bitwise as BW
 import numgrad.ops.trig as trig
+import numgrad.ops.floor_division as floor_div
 from numgrad.ops.registry import REGISTRY
 from numgrad.ops.wrapped import pow
 from numgrad.ops.device_copy import transfer
@@ -64,7 +65,7 @@ def _binary(prim, reflected=False):
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
              "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&", "logical_or": "|",
              "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
-             "remainder": "%", "fmod": "fmod"}
+             "remainder": "%", "fmod": "fmod", "floor_divide": "//"}
 
 
 def _rpow(self, other):
@@ -347,7 +348,10 @@ _METHODS.update({n: getattr(contiguity, n) for n in ("contiguous", "is_contiguou
 _METHODS.update({n: getattr(small_math, n) for n in (
     "isfinite", "isnan", "isinf", "floor", "ceil", "trunc", "frac", "square", "reciprocal",
     "rsqrt", "lerp", "addcmul", "addcdiv", "dot", "outer")})
-_METHODS.update(trig.INPLACE_METHODS)  # asinh_, acosh_, atanh_: no derivative, as PyTorch's
+_METHODS.update(trig.INPLACE_METHODS)
+_METHODS.update({"__floordiv__": _binary(floor_div.floor_divide),  # // of integers stays integral
+                 "__rfloordiv__": _binary(floor_div.floor_divide, True),
+                 "__ifloordiv__": _inplace_binary(floor_div.floor_divide)})  # asinh_, acosh_, atanh_: no derivative, as PyTorch's
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
 # first is self, so input= is not a method's keyword).
 _METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()
