@@ -81,7 +81,8 @@ def _narrow_int_array(data, np_dtype):
     raises OverflowError or wraps silently."""
     wide = np.array(data)
     if wide.size and wide.dtype.kind in "iuf":
-        _dt.check_range(wide.min(), wide.max(), np_dtype, c_name=False)
+        _dt.check_range(wide.min(), wide.max(), np_dtype, c_name=False,
+                        floats=wide.dtype.kind == "f")
     return wide.astype(np_dtype)
 
 

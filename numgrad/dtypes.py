@@ -172,21 +172,23 @@ _C_NAMES = {"int8": "int8_t", "int16": "int16_t", "uint8": "uint8_t", "int32": "
 def checked_scalar(x, np_dtype, c_name=True):
     """A Python number set into a tensor of an integer ``np_dtype`` narrower than int64
     (``fill_``, ``full``, ``clamp``'s bounds), as PyTorch's checked conversion: a number past
-    the dtype's range raises RuntimeError, except that an unsigned dtype takes ``-max..-1``
-    and wraps them (``fill_(-1)`` on uint8 is 255). Other numbers and dtypes pass through.
+    the dtype's range raises RuntimeError, except that an unsigned dtype takes the ints
+    ``-max..-1`` and wraps them (``fill_(-1)`` on uint8 is 255; -1.0 raises). Other numbers
+    and dtypes pass through.
     ``c_name``: the message names the C type (``int8_t``), as most of PyTorch's do."""
     np_dtype = np.dtype(np_dtype)
     if np_dtype.kind not in "iu" or np_dtype.itemsize == 8 or isinstance(x, (bool, np.bool_)) \
             or not isinstance(x, (int, float, np.integer, np.floating)):
         return x
-    check_range(x, x, np_dtype, c_name)
+    check_range(x, x, np_dtype, c_name, isinstance(x, (float, np.floating)))
     return int(wrapped_scalar(x, np_dtype)) if isinstance(x, (int, np.integer)) else x
 
 
-def check_range(lo, hi, np_dtype, c_name=True):
-    """Raise PyTorch's RuntimeError unless ``lo..hi`` fit ``np_dtype`` (see checked_scalar)."""
+def check_range(lo, hi, np_dtype, c_name=True, floats=False):
+    """Raise PyTorch's RuntimeError unless ``lo..hi`` (``floats``: float values) fit
+    ``np_dtype`` (see checked_scalar)."""
     info = np.iinfo(np_dtype)
-    low = -int(info.max) if np_dtype.kind == "u" else int(info.min)
+    low = -int(info.max) if np_dtype.kind == "u" and not floats else int(info.min)
     if not (low <= lo and hi <= info.max):
         name = _C_NAMES.get(np_dtype.name, np_dtype.name) if c_name else np_dtype.name
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")

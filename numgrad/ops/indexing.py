@@ -23,6 +23,12 @@ def byte_mask(a):
     return a.astype(np.bool_)
 
 
+def _check_index_dtype(a):
+    # PyTorch indexes with int64 and int32 tensors (and 0-d ones of any integer dtype) only.
+    if a.ndim > 0 and a.dtype in (np.int8, np.int16):
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+
+
 def normalize_index(index, shape=None):
     """A tuple of ints, slices, None, Ellipsis and int64/bool NumPy arrays."""
     from numgrad.tensor import Tensor
@@ -48,11 +54,13 @@ def normalize_index(index, shape=None):
                         "result has no static shape and @ng.jit runs this call eagerly (a "
                         "graph break); to compile it, use ng.where(mask, x, 0) to keep the "
                         "shape, or pass the mask as a NumPy array (a compile-time constant)")
+                _check_index_dtype(k._data)
                 out.append(_TracedIndex(k))  # a gather: its shape is the index's (static)
                 continue
             a = k._concrete()
             if a.dtype == np.uint8:
                 a = byte_mask(a)
+            _check_index_dtype(a)
             if a.dtype == np.bool_ or a.ndim > 0:
                 k = a.astype(np.int64) if a.dtype.kind in "iu" else a
             else:
