@@ -140,6 +140,9 @@ OPS = {
     "floor_divide": lambda m, a, b: a // b, "rfloordiv": lambda m, a, b: 7 // b,
     "remainder": lambda m, a, b: a % b, "and": lambda m, a, b: a & b,
     "or": lambda m, a, b: a | b, "xor": lambda m, a, b: a ^ b, "not": lambda m, a, b: ~a,
+    "lshift": lambda m, a, b: a << b, "rshift": lambda m, a, b: a >> b,
+    "lshift 3": lambda m, a, b: a << 3, "rlshift": lambda m, a, b: 1 << b,
+    "right_shift": lambda m, a, b: m.bitwise_right_shift(a, 9),
     "lt": lambda m, a, b: a < b, "eq -1": lambda m, a, b: a == -1, "ge": lambda m, a, b: a >= 2,
     "sum": lambda m, a, b: a.sum(), "sum dim": lambda m, a, b: a.sum(0),
     "prod": lambda m, a, b: b.prod(1), "cumsum": lambda m, a, b: a.cumsum(1),
@@ -167,7 +170,8 @@ def test_op_matches_torch(op, dt):
 
 ERRORS = {
     "mean": lambda m, a: a.mean(), "floor_divide by 0": lambda m, a: a // 0,
-    "bitwise of floats": lambda m, a: a.float() & a, "setitem uint8 mask": lambda m, a:
+    "bitwise of floats": lambda m, a: a.float() & a, "shift of floats": lambda m, a: a << 1.5,
+    "shift of bools": lambda m, a: (a > 0) >> (a > 0), "setitem uint8 mask": lambda m, a:
     a.__setitem__(m.tensor([1, 0, 1], dtype=m.uint8), 0),
 }
 
@@ -224,7 +228,7 @@ def test_save_load_numpy_and_dlpack_keep_the_dtype(tmp_path):
 def _wrapping(a, b):
     c = a * 100 + b  # wraps in every small dtype: the next ops must read the wrapped value
     return c, (c * 3).sum(), -a, (a & b) ^ 5, a < b, ng.where(a > 0, a, b), a.abs(), c // 3, \
-        c.max(), ~a, a + 1000, a.clamp(-1, 50)
+        c.max(), ~a, a + 1000, a.clamp(-1, 50), (a << b) >> 1, a >> b
 
 
 _wrapping_jit = ng.jit(_wrapping)
@@ -318,3 +322,10 @@ def test_inplace_atanh_under_jit():
                        match=re.escape("the derivative for 'inplace version of atanh' is not "
                                        "implemented.")):
         _atanh_inplace_jit(x.requires_grad_()).backward()
+
+
+def test_the_cuda_runtimes_dtype_list_is_numgrads():
+    from numgrad.cuda import array as cuda_array
+    import numgrad.dtypes as dtypes
+    assert cuda_array.NAMES_TEXT == dtypes.NAMES_TEXT
+    assert cuda_array._KINDS == {d.name for d in dtypes.ALL}

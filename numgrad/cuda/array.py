@@ -21,9 +21,10 @@ import numpy as np
 from numgrad.cuda import device as cuda_device
 from numgrad.cuda import allocator
 from numgrad.device_type import device as _device
-from numgrad.dtypes import NAMES_TEXT
 
 _KINDS = {"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool"}
+# numgrad.dtypes.NAMES_TEXT (the runtime imports nothing above it)
+NAMES_TEXT = "float32, float64, int64, int32, int16, int8, uint8 and bool"
 
 
 class _Flags:

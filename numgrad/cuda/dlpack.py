@@ -41,7 +41,6 @@ import weakref
 import numpy as np
 
 from numgrad.cuda import array as cuda_array
-from numgrad.dtypes import NAMES_TEXT
 
 KDL_CUDA, KDL_CUDA_MANAGED = 2, 13
 READ_ONLY, IS_COPIED = 1, 2          # DLPACK_FLAG_BITMASK_*
@@ -138,7 +137,7 @@ def export(arr, index, *, versioned, stream=None, copied=False):
     code = _CODES.get(arr.dtype.name)
     if code is None:
         raise BufferError(f"numgrad cannot export a CUDA tensor of dtype {arr.dtype} through "
-                          f"DLPack ({NAMES_TEXT} are its dtypes)")
+                          f"DLPack ({cuda_array.NAMES_TEXT} are its dtypes)")
     wait_for_numgrad(stream, index)
     ndim = len(arr.shape)
     shape = (ctypes.c_int64 * max(ndim, 1))(*arr.shape)
@@ -218,7 +217,7 @@ def import_capsule(obj):
         name = f"{_CODE_NAMES.get(key[0], f'code-{key[0]} ')}{key[1] if key[0] != 6 else ''}"
         raise TypeError(f"from_dlpack(): numgrad has no {name}"
                         f"{f' x{key[2]}' if key[2] != 1 else ''} dtype (its dtypes are "
-                        f"{NAMES_TEXT}); convert on the producer's side "
+                        f"{cuda_array.NAMES_TEXT}); convert on the producer's side "
                         "first, e.g. t.double() or t.long()")
     shape = tuple(int(t.shape[i]) for i in range(t.ndim))
     if t.strides and not _contiguous(shape, [int(t.strides[i]) for i in range(t.ndim)]):

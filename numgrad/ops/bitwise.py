@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 import numgrad.dtypes as _dt
-from numgrad.ops.registry import Api, defop
+from numgrad.ops.registry import Api, Helper, defop
 from numgrad.tensor import Tensor
 
 # PyTorch's dtype names in its "not implemented for" errors (Half too, which numgrad lacks).
@@ -64,7 +64,50 @@ bitwise_not = defop("bitwise_not", inputs=("x",), impl=np.invert, kind="elementw
                     api=Api(doc="``~input``: each bit flipped, of an integer or bool tensor "
                                 "(``torch.bitwise_not``);\nNotImplementedError for floating "
                                 "input. Never requires grad.", inplace=True))
-for _p in (bitwise_and, bitwise_or, bitwise_xor, bitwise_not):
+
+
+# Shifts as PyTorch's (and NumPy's): a shift by the width or more, or by a negative count,
+# gives 0 (-1 for a negative value shifted right). Kernels compute in int64 and cast back
+# to the dtype (``Spell.wrapped``), so only counts past int64's width need their own rule.
+def _lshift(a, b):
+    if b < 0 or b > 63:
+        return a * 0
+    return a << b
+
+
+def _rshift(a, b):
+    if b < 0:
+        return a * 0
+    return a >> (b if b < 63 else 63)
+
+
+def _no_bools(name):
+    """``_integral_only``, and bool operands refused too (PyTorch shifts no bools)."""
+    integral = _integral_only(name)
+
+    def check(operands):
+        if _result_dtype(operands) is _dt.bool_:
+            return NotImplementedError(f'"{name}_cpu" not implemented for \'Bool\'')
+        return integral(operands)
+    return check
+
+
+def _shift(name, short, symbol, body):
+    impl = np.left_shift if short == "lshift" else np.right_shift
+    return defop(name, inputs=("x", "y"), impl=impl, kind="elementwise",
+                 lowering=short + "({0}, {1})", check=_no_bools(short),
+                 helpers=(Helper(short, body, llvm="numba"),),
+                 api=Api(doc=f"``input {symbol} other``: the bits of integer tensors shifted "
+                             f"(``torch.{name}``); a count of the\nwidth or more, or a "
+                             "negative one, gives 0 (-1 for a negative value shifted right).\n"
+                             "NotImplementedError for floating or bool operands. Never "
+                             "requires grad.", inplace=True))
+
+
+bitwise_left_shift = _shift("bitwise_left_shift", "lshift", "<<", _lshift)
+bitwise_right_shift = _shift("bitwise_right_shift", "rshift", ">>", _rshift)
+for _p in (bitwise_and, bitwise_or, bitwise_xor, bitwise_not,
+           bitwise_left_shift, bitwise_right_shift):
     _p.defvjp(*[None] * len(_p.inputs))
 
 

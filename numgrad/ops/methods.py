@@ -65,7 +65,8 @@ def _binary(prim, reflected=False):
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
              "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&", "logical_or": "|",
              "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
-             "remainder": "%", "fmod": "fmod", "floor_divide": "//"}
+             "remainder": "%", "fmod": "fmod", "floor_divide": "//",
+             "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
 
 
 def _rpow(self, other):
@@ -348,10 +349,16 @@ _METHODS.update({n: getattr(contiguity, n) for n in ("contiguous", "is_contiguou
 _METHODS.update({n: getattr(small_math, n) for n in (
     "isfinite", "isnan", "isinf", "floor", "ceil", "trunc", "frac", "square", "reciprocal",
     "rsqrt", "lerp", "addcmul", "addcdiv", "dot", "outer")})
-_METHODS.update(trig.INPLACE_METHODS)
-_METHODS.update({"__floordiv__": _binary(floor_div.floor_divide),  # // of integers stays integral
+_METHODS.update(trig.INPLACE_METHODS)  # asinh_, acosh_, atanh_: no derivative, as PyTorch's
+_METHODS.update({"__floordiv__": _binary(floor_div.floor_divide),  # int // int stays an int
                  "__rfloordiv__": _binary(floor_div.floor_divide, True),
-                 "__ifloordiv__": _inplace_binary(floor_div.floor_divide)})  # asinh_, acosh_, atanh_: no derivative, as PyTorch's
+                 "__ifloordiv__": _inplace_binary(floor_div.floor_divide),
+                 "__lshift__": _binary(BW.bitwise_left_shift),
+                 "__rlshift__": _binary(BW.bitwise_left_shift, True),
+                 "__ilshift__": _inplace_binary(BW.bitwise_left_shift),
+                 "__rshift__": _binary(BW.bitwise_right_shift),
+                 "__rrshift__": _binary(BW.bitwise_right_shift, True),
+                 "__irshift__": _inplace_binary(BW.bitwise_right_shift)})
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
 # first is self, so input= is not a method's keyword).
 _METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()
