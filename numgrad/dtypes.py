@@ -165,22 +165,20 @@ def wrapped_scalar(x, np_dtype):
     return np.asarray(x, np_dtype)
 
 
-
 _C_NAMES = {"int8": "int8_t", "int16": "int16_t", "uint8": "uint8_t", "int32": "int"}
 
 
-def checked_scalar(x, np_dtype, c_name=True):
+def checked_scalar(x, np_dtype):
     """A Python number set into a tensor of an integer ``np_dtype`` narrower than int64
     (``fill_``, ``full``, ``clamp``'s bounds), as PyTorch's checked conversion: a number past
     the dtype's range raises RuntimeError, except that an unsigned dtype takes the ints
     ``-max..-1`` and wraps them (``fill_(-1)`` on uint8 is 255; -1.0 raises). Other numbers
-    and dtypes pass through.
-    ``c_name``: the message names the C type (``int8_t``), as most of PyTorch's do."""
+    and dtypes pass through. The message names the C type (``int8_t``), as PyTorch's does."""
     np_dtype = np.dtype(np_dtype)
     if np_dtype.kind not in "iu" or np_dtype.itemsize == 8 or isinstance(x, (bool, np.bool_)) \
             or not isinstance(x, (int, float, np.integer, np.floating)):
         return x
-    check_range(x, x, np_dtype, c_name, isinstance(x, (float, np.floating)))
+    check_range(x, x, np_dtype, floats=isinstance(x, (float, np.floating)))
     return int(wrapped_scalar(x, np_dtype)) if isinstance(x, (int, np.integer)) else x
 
 

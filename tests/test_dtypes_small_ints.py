@@ -112,7 +112,8 @@ OVERFLOWS = {
 @pytest.mark.parametrize("case", list(OVERFLOWS))
 @pytest.mark.parametrize("dt, value", [("int8", 128), ("int8", -129), ("uint8", 256),
                                        ("uint8", -256), ("int16", 40000), ("uint8", -255),
-                                       ("uint8", -1.0), ("int8", -128.5), ("uint8", 255.5)])
+                                       ("uint8", -1.0), ("int8", -128.5), ("uint8", 255.5),
+                                       ("int32", 2 ** 31)])
 def test_checked_conversions_raise_torchs_error(case, dt, value):
     try:
         want = OVERFLOWS[case](torch, getattr(torch, dt), value)
@@ -234,9 +235,10 @@ def _wrapping(a, b):
 _wrapping_jit = ng.jit(_wrapping)
 
 
-@pytest.mark.parametrize("dt", SMALL)
+@pytest.mark.parametrize("dt", SMALL + ["int32"])  # (int32 values wrap in kernels too)
 def test_jit_agrees_with_eager_including_wraparound(dt):
-    (a, ta), (b, tb) = _pair(dt, A.reshape(-1)), _pair(dt, B.reshape(-1))
+    big = 1 << 30 if dt == "int32" else 1  # past int32's range once multiplied by 100
+    (a, ta), (b, tb) = _pair(dt, A.reshape(-1) * big), _pair(dt, B.reshape(-1))
     eager, jitted = _wrapping(a, b), _wrapping_jit(a, b)
     _same(eager[0], ta * 100 + tb)  # eager is torch's ...
     _same(eager[1], ((ta * 100 + tb) * 3).sum())
