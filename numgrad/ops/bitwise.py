@@ -12,7 +12,8 @@ import numbers
 import numpy as np
 
 import numgrad.dtypes as _dt
-from numgrad.ops.registry import Api, Helper, defop
+import numgrad.ops.scalar_helpers as H
+from numgrad.ops.registry import Api, defop
 from numgrad.tensor import Tensor
 
 # PyTorch's dtype names in its "not implemented for" errors (Half too, which numgrad lacks).
@@ -66,21 +67,6 @@ bitwise_not = defop("bitwise_not", inputs=("x",), impl=np.invert, kind="elementw
                                 "input. Never requires grad.", inplace=True))
 
 
-# Shifts as PyTorch's (and NumPy's): a shift by the width or more, or by a negative count,
-# gives 0 (-1 for a negative value shifted right). Kernels compute in int64 and cast back
-# to the dtype (``Spell.wrapped``), so only counts past int64's width need their own rule.
-def _lshift(a, b):
-    if b < 0 or b > 63:
-        return a * 0
-    return a << b
-
-
-def _rshift(a, b):
-    if b < 0:
-        return a * 0
-    return a >> (b if b < 63 else 63)
-
-
 def _no_bools(name):
     """``_integral_only``, and bool operands refused too (PyTorch shifts no bools)."""
     integral = _integral_only(name)
@@ -92,11 +78,13 @@ def _no_bools(name):
     return check
 
 
-def _shift(name, short, symbol, body):
+# Shifts as PyTorch's (and NumPy's): a count of the width or more, or a negative one, gives
+# 0 (-1 for a negative value shifted right); the kernels' helpers are in ops.scalar_helpers.
+def _shift(name, short, symbol):
     impl = np.left_shift if short == "lshift" else np.right_shift
     return defop(name, inputs=("x", "y"), impl=impl, kind="elementwise",
                  lowering=short + "({0}, {1})", check=_no_bools(short),
-                 helpers=(Helper(short, body, llvm="numba"),),
+                 helpers=(getattr(H, short),),
                  api=Api(doc=f"``input {symbol} other``: the bits of integer tensors shifted "
                              f"(``torch.{name}``); a count of the\nwidth or more, or a "
                              "negative one, gives 0 (-1 for a negative value shifted right).\n"
@@ -104,8 +92,8 @@ def _shift(name, short, symbol, body):
                              "requires grad.", inplace=True))
 
 
-bitwise_left_shift = _shift("bitwise_left_shift", "lshift", "<<", _lshift)
-bitwise_right_shift = _shift("bitwise_right_shift", "rshift", ">>", _rshift)
+bitwise_left_shift = _shift("bitwise_left_shift", "lshift", "<<")
+bitwise_right_shift = _shift("bitwise_right_shift", "rshift", ">>")
 for _p in (bitwise_and, bitwise_or, bitwise_xor, bitwise_not,
            bitwise_left_shift, bitwise_right_shift):
     _p.defvjp(*[None] * len(_p.inputs))

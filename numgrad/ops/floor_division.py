@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 import numgrad.ops.elementwise as E
-from numgrad.ops.registry import Api, Helper, defop
+import numgrad.ops.scalar_helpers as H
+from numgrad.ops.registry import Api, defop
 
 
 def _np_floor_divide(x, y):
@@ -20,17 +21,6 @@ def _np_floor_divide(x, y):
         raise RuntimeError("ZeroDivisionError")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.floor_divide(x, y)
-
-
-def _floordiv_cpu(a, b):
-    return np.floor_divide(a, b)  # Numba's: NumPy's rounding and its 0 for an int / 0
-
-
-def _floordiv_cuda(a, b):
-    return a // b
-
-
-floordiv = Helper("floordiv", None, cpu=_floordiv_cpu, cuda=_floordiv_cuda, llvm="numba")
 
 
 def _bools(operands):
@@ -46,7 +36,7 @@ def _no_derivative(g, x, y):
 
 floor_divide = defop(
     "floor_divide", inputs=("x", "y"), impl=_np_floor_divide, kind="elementwise",
-    lowering="floordiv({0}, {1})", node="NotImplemented", helpers=(floordiv,),
+    lowering="floordiv({0}, {1})", node="NotImplemented", helpers=(H.floordiv,),
     check=_bools,
     api=Api(doc="``input // other``: the quotient rounded down (``torch.floor_divide``,\n"
                 "``jax.numpy.floor_divide``); integers stay integers. Raises RuntimeError for "
