@@ -144,6 +144,7 @@ OPS = {
     "lshift": lambda m, a, b: a << b, "rshift": lambda m, a, b: a >> b,
     "lshift 3": lambda m, a, b: a << 3, "rlshift": lambda m, a, b: 1 << b,
     "right_shift": lambda m, a, b: m.bitwise_right_shift(a, 9),
+    "shifts by -1": lambda m, a, b: m.stack([a >> -1, a << -1]),
     "lt": lambda m, a, b: a < b, "eq -1": lambda m, a, b: a == -1, "ge": lambda m, a, b: a >= 2,
     "sum": lambda m, a, b: a.sum(), "sum dim": lambda m, a, b: a.sum(0),
     "prod": lambda m, a, b: b.prod(1), "cumsum": lambda m, a, b: a.cumsum(1),
