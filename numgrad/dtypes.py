@@ -156,13 +156,18 @@ def wrapped_scalar(x, np_dtype):
     """A Python number as a 0-d array of the integer ``np_dtype``, wrapping out-of-range ints
     as PyTorch's C++ cast does (``int8_tensor + 1000`` adds -24); NumPy would raise. An int
     past int64 still raises, as PyTorch's does."""
-    np_dtype = np.dtype(np_dtype)
-    if np_dtype.kind in "iu" and np_dtype.itemsize < 8 and isinstance(x, (int, np.integer)) \
+    bounds = _NARROW.get(np_dtype)  # (on dispatch's path: a dict lookup, no np.iinfo)
+    if bounds is not None and isinstance(x, (int, np.integer)) \
             and not isinstance(x, (bool, np.bool_)):
-        info = np.iinfo(np_dtype)
-        if not info.min <= x <= info.max:
-            x = (int(x) - info.min) % (1 << info.bits) + info.min
+        low, high = bounds
+        if not low <= x <= high:
+            x = (int(x) - low) % (high - low + 1) + low
     return np.asarray(x, np_dtype)
+
+
+# The integer dtypes narrower than int64: their (min, max).
+_NARROW = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+           for t in (np.uint8, np.int8, np.int16, np.int32)}
 
 
 _C_NAMES = {"int8": "int8_t", "int16": "int16_t", "uint8": "uint8_t", "int32": "int"}
@@ -175,7 +180,7 @@ def checked_scalar(x, np_dtype):
     ``-max..-1`` and wraps them (``fill_(-1)`` on uint8 is 255; -1.0 raises). Other numbers
     and dtypes pass through. The message names the C type (``int8_t``), as PyTorch's does."""
     np_dtype = np.dtype(np_dtype)
-    if np_dtype.kind not in "iu" or np_dtype.itemsize == 8 or isinstance(x, (bool, np.bool_)) \
+    if np_dtype not in _NARROW or isinstance(x, (bool, np.bool_)) \
             or not isinstance(x, (int, float, np.integer, np.floating)):
         return x
     check_range(x, x, np_dtype, floats=isinstance(x, (float, np.floating)))
