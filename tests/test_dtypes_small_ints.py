@@ -148,6 +148,7 @@ OPS = {
     "lt": lambda m, a, b: a < b, "eq -1": lambda m, a, b: a == -1, "ge": lambda m, a, b: a >= 2,
     "sum": lambda m, a, b: a.sum(), "sum dim": lambda m, a, b: a.sum(0),
     "prod": lambda m, a, b: b.prod(1), "cumsum": lambda m, a, b: a.cumsum(1),
+    "sum dtype": lambda m, a, b: m.sum(a * 3, dtype=a.dtype),
     "max": lambda m, a, b: a.max(), "min dim": lambda m, a, b: a.min(1)[0],
     "argmax": lambda m, a, b: a.argmax(), "abs": lambda m, a, b: a.abs(),
     "neg": lambda m, a, b: -a, "clamp": lambda m, a, b: a.clamp(-1, 2),

@@ -185,7 +185,9 @@ def sum(x, dim=None, keepdim=False, dtype=None) -> Tensor:
     _check(x, "sum")
     if dtype is not None:
         x = x.to(dtype)
-    return sum_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
+    out = sum_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
+    # sum(dtype=int8) is int8, as PyTorch's: the int64 total, wrapped (the same bits).
+    return out if dtype is None or out.dtype is x.dtype else out.to(x.dtype)
 
 
 def mean(x, dim=None, keepdim=False, dtype=None) -> Tensor:
