@@ -333,3 +333,22 @@ def test_the_cuda_runtimes_dtype_list_is_numgrads():
     import numgrad.dtypes as dtypes
     assert cuda_array.NAMES_TEXT == dtypes.NAMES_TEXT
     assert cuda_array._KINDS == {d.name for d in dtypes.ALL}
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int64"])
+@pytest.mark.parametrize("op", ["remainder", "fmod", "floor_divide"])
+def test_integer_division_by_zero_raises_as_torch(op, dtype):
+    def run(lib):
+        x = lib.tensor([5, 7], dtype=getattr(lib, dtype))
+        y = lib.tensor([2, 0], dtype=getattr(lib, dtype))
+        with pytest.raises(RuntimeError) as info:
+            getattr(lib, op)(x, y)
+        return str(info.value)
+    assert run(ng) == run(torch)
+    # a nonzero divisor still divides, with torch's values
+    x, y = np.array([5, 7]), np.array([2, 3])
+    got = getattr(ng, op)(ng.tensor(x, dtype=getattr(ng, dtype)),
+                          ng.tensor(y, dtype=getattr(ng, dtype)))
+    want = getattr(torch, op)(torch.tensor(x, dtype=getattr(torch, dtype)),
+                              torch.tensor(y, dtype=getattr(torch, dtype)))
+    assert got.tolist() == want.tolist()

@@ -14,11 +14,11 @@ import numpy as np
 import numgrad.ops.elementwise as E
 import numgrad.ops.scalar_helpers as H
 from numgrad.ops.registry import Api, defop
+from numgrad.ops.special import refuse_integer_zero_divisor
 
 
 def _np_floor_divide(x, y):
-    if x.dtype.kind in "iu" and (y == 0).any():
-        raise RuntimeError("ZeroDivisionError")
+    refuse_integer_zero_divisor(x, y)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.floor_divide(x, y)
 
