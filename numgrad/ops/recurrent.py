@@ -246,28 +246,45 @@ gru_cell.defvjp(_gru_rule(0, _gru_grad_gi), _gru_rule(1, _gru_grad_gh),
 # matmul over all steps. Eager mode then records a handful of ops per layer instead of a dozen
 # per step, and ``@ng.jit`` compiles no kernel per step (the unrolled plan had about 280).
 # The output stacks, per step, h, c and the four activated gates i, f, g, o: ``(6, T, B, H)``;
-# the backward reads the gates from it instead of recomputing them.
+# the backward reads the gates from it instead of recomputing them. The gate slots are saved
+# values, not results: no rule reads them as a differentiable tensor (the create_graph form
+# recomputes the gates in ops), so the gradient reaching them is zero and the kernel skips it.
+#
+# A step's cost is one small BLAS product plus NumPy calls of the batch's size (a microsecond
+# or two each), so the kernels keep the calls per step few: a step forward is the product and
+# nine calls, one backward the product and nine.
+_HALF = (0.5, 0.5, 1.0, 0.5)  # per gate: sigmoid(x) = (1 + tanh(x / 2)) / 2 for i, f, o
+
+
 def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
     t_len, batch, hidden = gi.shape[0], gi.shape[1], h0.shape[-1]
-    y = np.empty((6,) + gi.shape[:-1] + (hidden,), gi.dtype)
-    w_t = np.ascontiguousarray(w_hh.T)  # BLAS takes h @ w_t 1.5x faster than the view
-    pre = np.empty(gi.shape[1:], gi.dtype)
+    dt = gi.dtype
+    y = np.empty((6,) + gi.shape[:-1] + (hidden,), dt)
+    # One tanh over all four gates activates them (i, f and o through the half-argument
+    # identity, their rows of the weight and of gi halved once here) where exp, +1, a
+    # reciprocal and a tanh of g took four calls more per step.
+    half = np.array(_HALF, dt)[:, None]
+    # BLAS takes h @ w_t 1.5x faster with w_t contiguous than as w_hh's transposed view.
+    w_t = (w_hh.reshape(4, hidden, hidden) * half[:, :, None]).reshape(-1, hidden).T.copy()
+    gs = (gi.reshape(t_len, batch, 4, hidden) * half).reshape(gi.shape)
+    scale, shift = half[:, :, None], (half[:, :, None] != 1) * half[:, :, None]
+    pre = np.empty(gi.shape[1:], dt)
     # The gate pre-activations seen gate-major, (4, B, H), as y stores the activations.
     pre_g = np.moveaxis(pre.reshape(batch, 4, hidden), 1, 0)
+    ig = np.empty((batch, hidden), dt)
     h, c = h0, c0
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
         np.matmul(h, w_t, out=pre)
-        pre += gi[t]
-        a = y[2:, t]                     # sigmoid of all four, then tanh for g
-        np.negative(pre_g, out=a)
-        np.exp(a, out=a)
-        a += 1
-        np.reciprocal(a, out=a)
+        pre += gs[t]
+        a = y[2:, t]
+        np.tanh(pre_g, out=a)
+        a *= scale                       # i, f, o: (1 + tanh) / 2; g: tanh
+        a += shift
         i, f, g, o = a
-        np.tanh(pre_g[2], out=g)
         c_new, h = y[1, t], y[0, t]
         np.multiply(f, c, out=c_new)
-        c_new += i * g
+        np.multiply(i, g, out=ig)
+        c_new += ig
         c = c_new
         np.tanh(c, out=h)
         h *= o
@@ -276,17 +293,19 @@ def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
 
 def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
     """Backpropagation through time: the gradients of ``gi``, ``h0``, ``c0`` and ``w_hh``,
-    flattened into one array (the rule takes them apart as views).
+    flattened into one array (the rule takes them apart as views). ``g[2:]`` (the gate
+    slots) is not read: see the block comment above.
 
     Everything that does not depend on the running ``(dh, dc)`` is computed for all steps at
     once before the loop (the gate derivatives and their products with the saved values),
     so a step is a few NumPy calls at the batch's size and one matmul."""
     t_len, batch, hidden = y.shape[1:]
+    dt = y.dtype
     sizes = (t_len * batch * 4 * hidden, batch * hidden, batch * hidden, w_hh.size)
-    flat = np.empty(sum(sizes), y.dtype)
+    flat = np.empty(sum(sizes), dt)
     ends = np.cumsum(sizes).tolist()
     parts = [flat[a:b] for a, b in zip([0] + ends[:-1], ends)]
-    d_gi = parts[0].reshape(t_len, batch, 4 * hidden)
+    d_gi = parts[0].reshape(t_len, batch, 4, hidden)
     h_seq, c_seq, i, f, gg, o = y
     # The states each step started from, in time order (reverse runs from the end).
     h_prev, c_prev = np.empty_like(h_seq), np.empty_like(c_seq)
@@ -294,35 +313,44 @@ def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
         h_prev[:-1], h_prev[-1], c_prev[:-1], c_prev[-1] = h_seq[1:], h0, c_seq[1:], c0
     else:
         h_prev[1:], h_prev[0], c_prev[1:], c_prev[0] = h_seq[:-1], h0, c_seq[:-1], c0
+    # p[k]: d(pre-activation of gate k) per unit of the gradient reaching c (i, f, g) or h
+    # (o), all steps at once, each gate contiguous (in place: no temporaries of this size);
+    # q: dc += dh * q.
+    p = np.empty((4, t_len, batch, hidden), dt)
     tc = np.tanh(c_seq)
-    # d(pre-activation) = d(activation) * its derivative; with the gradient reaching c:
-    # di = dc*g*i(1-i), df = dc*c_prev*f(1-f), dg = dc*i*(1-g^2), do = dh*tanh(c)*o(1-o).
-    p_i, p_f, p_g = gg * i * (1 - i), c_prev * f * (1 - f), i * (1 - gg * gg)
-    p_o = tc * o * (1 - o)
-    q = o * (1 - tc * tc)              # dc += dh * q
-    gates = g[2:]                      # gradients reaching the saved gates themselves
-    direct = None
-    if gates.any():
-        direct = gates * np.stack([i * (1 - i), f * (1 - f), 1 - gg * gg, o * (1 - o)])
-    dh, dc = np.zeros_like(h0, dtype=y.dtype), np.zeros_like(c0, dtype=y.dtype)
+    np.subtract(1, i, out=p[0])
+    p[0] *= i
+    p[0] *= gg                           # g i (1 - i)
+    np.subtract(1, f, out=p[1])
+    p[1] *= f
+    p[1] *= c_prev                       # c_prev f (1 - f)
+    np.multiply(gg, gg, out=p[2])
+    np.subtract(1, p[2], out=p[2])
+    p[2] *= i                            # i (1 - g^2)
+    np.subtract(1, o, out=p[3])
+    p[3] *= o
+    q = np.multiply(tc, tc)
+    np.subtract(1, q, out=q)
+    q *= o                               # o (1 - tanh(c)^2)
+    p[3] *= tc                           # tanh(c) o (1 - o)
+    dh, dc = np.zeros_like(h0, dtype=dt), np.zeros_like(c0, dtype=dt)
+    tmp = np.empty_like(dh)
+    w = np.ascontiguousarray(w_hh)
     for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
         dh += g[0, t]
         dc += g[1, t]
-        dc += dh * q[t]
-        d = _blocks(d_gi[t], 4)
-        np.multiply(dc, p_i[t], out=d[0])
-        np.multiply(dc, p_f[t], out=d[1])
-        np.multiply(dc, p_g[t], out=d[2])
-        np.multiply(dh, p_o[t], out=d[3])
-        if direct is not None:
-            for k in range(4):
-                d[k] += direct[k, t]
-        dh = d_gi[t] @ w_hh
+        np.multiply(dh, q[t], out=tmp)
+        dc += tmp
+        d = d_gi[t]
+        for k in range(3):
+            np.multiply(dc, p[k, t], out=d[:, k])
+        np.multiply(dh, p[3, t], out=d[:, 3])
+        np.matmul(d.reshape(batch, 4 * hidden), w, out=dh)
         dc *= f[t]
     parts[1][:] = dh.reshape(-1)
     parts[2][:] = dc.reshape(-1)
     # d w_hh = sum over steps of d_gates_t^T @ h_{t-1}: one matmul over all steps.
-    np.matmul(d_gi.reshape(-1, 4 * hidden).T, h_prev.reshape(-1, hidden),
+    np.matmul(parts[0].reshape(-1, 4 * hidden).T, h_prev.reshape(-1, hidden),
               out=parts[3].reshape(w_hh.shape))
     return flat
 
@@ -356,23 +384,26 @@ def _lstm_layer_vjp(g, xs, out, reverse):
 
 
 def _lstm_layer_bptt_ops(g, xs, out, reverse):
-    """``_np_lstm_layer_grad`` in numgrad ops, for a backward that is differentiated again."""
+    """``_np_lstm_layer_grad`` in numgrad ops, for a backward that is differentiated again.
+    The gates are recomputed from ``gi``, the previous ``h`` and ``w_hh`` rather than read
+    from ``out``'s gate slots, so no gradient ever reaches those slots."""
     from numgrad.ops.linalg import matmul
     gi, h0, c0, w_hh = xs
     t_len = gi.shape[0]
+    w_t = L.t(w_hh)
     dh = dc = None
     d_gi, d_w = [None] * t_len, None
     first, step = (t_len - 1, 1) if reverse else (0, -1)
     for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
-        i, f, gg, o = (out[2 + k, t] for k in range(4))
-        gt = [g[k, t] for k in range(6)]
         c_prev = c0 if t == first else out[1, t + step]
         h_prev = h0 if t == first else out[0, t + step]
-        dh = gt[0] if dh is None else dh + gt[0]
+        pi, pf, pg, po = _views(gi[t] + matmul(h_prev, w_t), 4)
+        i, f, gg, o = E.sigmoid(pi), E.sigmoid(pf), E.tanh(pg), E.sigmoid(po)
+        dh = g[0, t] if dh is None else dh + g[0, t]
         tc = E.tanh(out[1, t])
-        dc = gt[1] + dh * o * (1 - tc * tc) + (0 if dc is None else dc)
-        d = L.cat([(dc * gg + gt[2]) * i * (1 - i), (dc * c_prev + gt[3]) * f * (1 - f),
-                   (dc * i + gt[4]) * (1 - gg * gg), (dh * tc + gt[5]) * o * (1 - o)], -1)
+        dc = g[1, t] + dh * o * (1 - tc * tc) + (0 if dc is None else dc)
+        d = L.cat([dc * gg * i * (1 - i), dc * c_prev * f * (1 - f),
+                   dc * i * (1 - gg * gg), dh * tc * o * (1 - o)], -1)
         d_gi[t] = d
         dh = matmul(d, w_hh)
         dc = dc * f
