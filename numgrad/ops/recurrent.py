@@ -251,8 +251,8 @@ gru_cell.defvjp(_gru_rule(0, _gru_grad_gi), _gru_rule(1, _gru_grad_gh),
 # recomputes the gates in ops), so the gradient reaching them is zero and the kernel skips it.
 #
 # A step's cost is one small BLAS product plus NumPy calls of the batch's size (a microsecond
-# or two each), so the kernels keep the calls per step few: a step forward is the product and
-# nine calls, one backward the product and nine.
+# or two each, more where a view is strided), so the kernels keep the calls per step few and
+# their operands contiguous where they can.
 _HALF = (0.5, 0.5, 1.0, 0.5)  # per gate: sigmoid(x) = (1 + tanh(x / 2)) / 2 for i, f, o
 
 
@@ -260,25 +260,24 @@ def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
     t_len, batch, hidden = gi.shape[0], gi.shape[1], h0.shape[-1]
     dt = gi.dtype
     y = np.empty((6,) + gi.shape[:-1] + (hidden,), dt)
-    # One tanh over all four gates activates them (i, f and o through the half-argument
-    # identity, their rows of the weight and of gi halved once here) where exp, +1, a
-    # reciprocal and a tanh of g took four calls more per step.
-    half = np.array(_HALF, dt)[:, None]
-    # BLAS takes h @ w_t 1.5x faster with w_t contiguous than as w_hh's transposed view.
-    w_t = (w_hh.reshape(4, hidden, hidden) * half[:, :, None]).reshape(-1, hidden).T.copy()
-    gs = (gi.reshape(t_len, batch, 4, hidden) * half).reshape(gi.shape)
-    scale, shift = half[:, :, None], (half[:, :, None] != 1) * half[:, :, None]
-    pre = np.empty(gi.shape[1:], dt)
-    # The gate pre-activations seen gate-major, (4, B, H), as y stores the activations.
-    pre_g = np.moveaxis(pre.reshape(batch, 4, hidden), 1, 0)
+    # A step's product goes straight into y's four gate slots, one (B, H) block per gate
+    # (``h @ w4[k]``, four BLAS calls in one NumPy call that take as long as one (B, 4H)
+    # product), so the activations run over contiguous blocks in place. One tanh activates
+    # all four gates: i, f and o through sigmoid(x) = (1 + tanh(x / 2)) / 2, where exp, +1,
+    # a reciprocal and a tanh of g over strided views took four calls more per step.
+    w4 = w_hh.reshape(4, hidden, hidden).transpose(0, 2, 1).copy()
+    gi_g = np.moveaxis(gi.reshape(t_len, batch, 4, hidden), 2, 0)  # (4, T, B, H) view
+    half = np.array(_HALF, dt)[:, None, None]
+    shift = (half != 1) * half
     ig = np.empty((batch, hidden), dt)
     h, c = h0, c0
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
-        np.matmul(h, w_t, out=pre)
-        pre += gs[t]
         a = y[2:, t]
-        np.tanh(pre_g, out=a)
-        a *= scale                       # i, f, o: (1 + tanh) / 2; g: tanh
+        np.matmul(h, w4, out=a)
+        a += gi_g[:, t]
+        a *= half
+        np.tanh(a, out=a)
+        a *= half                        # i, f, o: (1 + tanh) / 2; g: tanh
         a += shift
         i, f, g, o = a
         c_new, h = y[1, t], y[0, t]
