@@ -14,6 +14,7 @@ import warnings
 import numgrad.creation as creation
 import numgrad.ops as ops
 from numgrad.ops import recurrent
+from numgrad.ops.linear import linear as linear_node
 import numgrad.nn.functional as F
 import numgrad.nn.init as init
 from numgrad.nn.layers import _param
@@ -77,12 +78,15 @@ def _lstm_layer(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse=False):
     """One direction of one LSTM layer over ``x`` (T, B, H_in) from state ``(h, c)``:
     ``(output, h_n, c_n)``. The input projection of every step is one matmul, the recurrence
     one primitive (``ops.recurrent.lstm_sequence``)."""
-    t_len, batch = x.shape[0], x.shape[1]
-    gi = ops.matmul(ops.reshape(x, (t_len * batch, x.shape[2])), ops.t(w_ih))
     bias = b_ih if b_hh is None else b_hh if b_ih is None else b_ih + b_hh
-    if bias is not None:
-        gi = gi + bias
-    gi = ops.reshape(gi, (t_len, batch, gi.shape[-1]))
+    # One addmm node eagerly (no transpose or bias-add nodes, forward or backward).
+    gi = linear_node(x, w_ih, bias)
+    if gi is None:  # traced, on a device, or a layout the node does not take
+        t_len, batch = x.shape[0], x.shape[1]
+        gi = ops.matmul(ops.reshape(x, (t_len * batch, x.shape[2])), ops.t(w_ih))
+        if bias is not None:
+            gi = gi + bias
+        gi = ops.reshape(gi, (t_len, batch, gi.shape[-1]))
     return recurrent.lstm_sequence(gi, h, c, w_hh, reverse=reverse)
 
 

@@ -306,12 +306,10 @@ def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
     parts = [flat[a:b] for a, b in zip([0] + ends[:-1], ends)]
     d_gi = parts[0].reshape(t_len, batch, 4, hidden)
     h_seq, c_seq, i, f, gg, o = y
-    # The states each step started from, in time order (reverse runs from the end).
-    h_prev, c_prev = np.empty_like(h_seq), np.empty_like(c_seq)
-    if reverse:
-        h_prev[:-1], h_prev[-1], c_prev[:-1], c_prev[-1] = h_seq[1:], h0, c_seq[1:], c0
-    else:
-        h_prev[1:], h_prev[0], c_prev[1:], c_prev[0] = h_seq[:-1], h0, c_seq[:-1], c0
+    # The states each step started from, without copying them: step ``run`` of y took y's
+    # state at ``prev``, the first step (``first``) the initial one.
+    first, run, prev = (-1, slice(0, -1), slice(1, None)) if reverse else \
+        (0, slice(1, None), slice(0, -1))
     # p[k]: d(pre-activation of gate k) per unit of the gradient reaching c (i, f, g) or h
     # (o), all steps at once, each gate contiguous (in place: no temporaries of this size);
     # q: dc += dh * q.
@@ -322,7 +320,8 @@ def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
     p[0] *= gg                           # g i (1 - i)
     np.subtract(1, f, out=p[1])
     p[1] *= f
-    p[1] *= c_prev                       # c_prev f (1 - f)
+    p[1, run] *= c_seq[prev]             # c_prev f (1 - f)
+    p[1, first] *= c0
     np.multiply(gg, gg, out=p[2])
     np.subtract(1, p[2], out=p[2])
     p[2] *= i                            # i (1 - g^2)
@@ -334,10 +333,13 @@ def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
     p[3] *= tc                           # tanh(c) o (1 - o)
     dh, dc = np.zeros_like(h0, dtype=dt), np.zeros_like(c0, dtype=dt)
     tmp = np.empty_like(dh)
+    # The steps whose c is used outside the layer (c_n, as a rule: one step of all).
+    c_grad = g[1].reshape(t_len, -1).any(1).tolist()
     w = np.ascontiguousarray(w_hh)
     for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
         dh += g[0, t]
-        dc += g[1, t]
+        if c_grad[t]:
+            dc += g[1, t]
         np.multiply(dh, q[t], out=tmp)
         dc += tmp
         d = d_gi[t]
@@ -348,9 +350,12 @@ def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
         dc *= f[t]
     parts[1][:] = dh.reshape(-1)
     parts[2][:] = dc.reshape(-1)
-    # d w_hh = sum over steps of d_gates_t^T @ h_{t-1}: one matmul over all steps.
-    np.matmul(parts[0].reshape(-1, 4 * hidden).T, h_prev.reshape(-1, hidden),
-              out=parts[3].reshape(w_hh.shape))
+    # d w_hh = sum over steps of d_gates_t^T @ h_{t-1}: one matmul over all steps but the
+    # first, whose h is the initial state.
+    d2 = parts[0].reshape(t_len, batch, 4 * hidden)
+    d_w = parts[3].reshape(w_hh.shape)
+    np.matmul(d2[run].reshape(-1, 4 * hidden).T, h_seq[prev].reshape(-1, hidden), out=d_w)
+    d_w += d2[first].T @ h0
     return flat
 
 
