@@ -23,6 +23,8 @@ the primitives run their NumPy impl as steps between the kernels, like ``im2col`
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from numgrad.dtypes import SCALAR_NAMES
@@ -378,13 +380,24 @@ def _lstm_layer_vjp(g, xs, out, reverse):
     if is_grad_enabled():
         return _lstm_layer_bptt_ops(g, xs, out, reverse)
     flat = _lstm_layer_grad(g, out, h0, c0, w_hh, reverse=reverse)
-    shapes = (gi.shape, h0.shape, c0.shape, w_hh.shape)
-    grads, start = [], 0
-    for s in shapes:
-        n = int(np.prod(s))
-        grads.append(L.reshape(getitem(flat, (slice(start, start + n),)), tuple(s)))
-        start += n
-    return grads
+    return _FlatParts(flat, (gi.shape, h0.shape, c0.shape, w_hh.shape))
+
+
+class _FlatParts(Sequence):
+    """The gradients in ``flat``, each cut out and reshaped when it is asked for: a node
+    takes only those of inputs that require grad (an initial state of zeros does not), and
+    each cut is two ops."""
+
+    def __init__(self, flat, shapes):
+        self._flat, self._shapes = flat, [tuple(s) for s in shapes]
+        self._ends = np.cumsum([int(np.prod(s)) for s in self._shapes]).tolist()
+
+    def __len__(self):
+        return len(self._shapes)
+
+    def __getitem__(self, k):
+        start = self._ends[k - 1] if k else 0
+        return L.reshape(getitem(self._flat, (slice(start, self._ends[k]),)), self._shapes[k])
 
 
 def _lstm_layer_bptt_ops(g, xs, out, reverse):
