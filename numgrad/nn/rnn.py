@@ -197,8 +197,8 @@ class RNNBase(Module):
         batch = input.shape[1]
         num_directions = 2 if self.bidirectional else 1
         state_shape = (self.num_layers * num_directions, batch, self.hidden_size)
-        if hx is None:
-            h0 = _zeros_like_state(input, state_shape)
+        if hx is None:  # one zero state (B, H) for every layer and direction: no unbind ops
+            h0 = _zeros_like_state(input, state_shape[1:])
             c0 = h0 if lstm else None
         elif lstm:
             if batched and (hx[0].ndim != 3 or hx[1].ndim != 3):
@@ -213,8 +213,11 @@ class RNNBase(Module):
                                    f"{hx.ndim}-D tensor")
             h0, c0 = hx, None
             self._check_hidden(h0, state_shape, "hidden")
-        h_list = ops.unbind(h0, 0)
-        c_list = ops.unbind(c0, 0) if lstm else None
+        if hx is None:
+            h_list = c_list = [h0] * state_shape[0]
+        else:
+            h_list = ops.unbind(h0, 0)
+            c_list = ops.unbind(c0, 0) if lstm else None
         h_n, c_n = [], []
         # Layers pass lists of per-step tensors: stacking and slicing again between layers
         # would give every step a whole-sequence scatter in the backward pass.
