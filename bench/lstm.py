@@ -12,6 +12,7 @@ writes a plot::
     python bench/lstm.py                     # bench/results/lstm.png, bench/results/lstm.txt
     python bench/lstm.py --rounds 50 --no-compile --out /tmp/lstm.png
     python bench/lstm.py --systems "numgrad eager" --out /tmp/lstm.png
+    python bench/lstm.py --clock cpu --out /tmp/lstm.png   # CPU time: steadier under load
 """
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def torch_systems(w, x, y, compile_too):
     return systems
 
 
-def time_steps(steps, rounds, warmup=3):
+def time_steps(steps, rounds, warmup=3, clock=time.perf_counter):
     """``{name: (median, fastest)}`` seconds per step. The systems take turns, one step each
     per round, so a load change on the shared machine falls on all of them alike."""
     for step in steps.values():
@@ -118,9 +119,9 @@ def time_steps(steps, rounds, warmup=3):
     times = {name: [] for name in steps}
     for _ in range(rounds):
         for name, step in steps.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             step()
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(clock() - t0)
     return {name: (statistics.median(ts), min(ts)) for name, ts in times.items()}
 
 
@@ -128,6 +129,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: this process's CPU time per step (steadier where other "
+                         "processes share the cores; one thread, so it is the step's work)")
     ap.add_argument("--out", default=os.path.join("bench", "results", "lstm.png"))
     ap.add_argument("--systems", default=None,
                     help="comma-separated names to time (torch eager always runs)")
@@ -152,11 +156,13 @@ def main(argv=None) -> int:
             ok[name] = step
         except Exception as e:  # noqa: BLE001 - one system failing must not hide the rest
             results[name] = f"error: {type(e).__name__}: {str(e).splitlines()[0][:80]}"
-    results.update(time_steps(ok, args.rounds))
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    results.update(time_steps(ok, args.rounds, clock=clock))
     results = {name: results[name] for name in systems}
     base, base_min = results["torch eager"]
     lines = [f"LSTM step: seq {SEQ}, batch {BATCH}, input {INPUT}, hidden {HIDDEN}, float32, "
-             f"threads {info['threads']} (median of {args.rounds}, systems taking turns)",
+             f"threads {info['threads']} (median of {args.rounds}, systems taking turns, "
+             f"{args.clock} clock)",
              f"{'system':<18}{'ms/step':>10}{'x torch eager':>15}{'fastest ms':>12}{'x':>7}"]
     for name, t in results.items():
         if isinstance(t, str):
