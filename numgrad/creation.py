@@ -10,6 +10,7 @@ import numpy as np
 
 import numgrad.dtypes as _dt
 import numgrad.defaults as _defaults
+import numgrad.meta as _meta
 from numgrad.tensor import Tensor, device as _device
 
 _rng = np.random.default_rng()
@@ -149,6 +150,20 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
+def _on_meta(device) -> bool:
+    """Whether a factory makes a meta tensor (``device`` or the default device is meta)."""
+    d = device if device is not None else _defaults.device
+    return d is not None and _device(d).type == "meta"
+
+
+def _meta_tensor(shape, np_dtype, requires_grad) -> Tensor:
+    """A meta tensor of ``shape``: nothing allocated or drawn (``numgrad.meta``)."""
+    t = Tensor._make(_meta.empty(shape, np_dtype))
+    if requires_grad:
+        t._set_requires_grad(True)
+    return t
+
+
 def _finish_device(t, requires_grad, device):
     if device is not None and _device(device) != t.device:
         t = t.to(device).detach()
@@ -184,6 +199,8 @@ def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     Sizes are ints or one tuple; ``dtype`` defaults to float32. Raises ValueError for a
     negative size.
     """
+    if _on_meta(device):
+        return _meta_tensor(_size(size), _float_dtype(dtype).np, requires_grad)
     return _finish(np.zeros(_size(size), _float_dtype(dtype).np), requires_grad, device)
 
 
@@ -193,6 +210,8 @@ def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     Sizes are ints or one tuple; ``dtype`` defaults to float32. Raises ValueError for a
     negative size.
     """
+    if _on_meta(device):
+        return _meta_tensor(_size(size), _float_dtype(dtype).np, requires_grad)
     return _finish(np.ones(_size(size), _float_dtype(dtype).np), requires_grad, device)
 
 
@@ -202,6 +221,8 @@ def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     Sizes are ints or one tuple; ``dtype`` defaults to float32. Raises ValueError for a
     negative size.
     """
+    if _on_meta(device):
+        return _meta_tensor(_size(size), _float_dtype(dtype).np, requires_grad)
     return _finish(np.empty(_size(size), _float_dtype(dtype).np), requires_grad, device)
 
 
@@ -221,6 +242,8 @@ def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     negative size.
     """
     d = _float_dtype(dtype)
+    if _on_meta(device):  # no draw: a meta tensor has no values
+        return _meta_tensor(_size(size), d.np, requires_grad)
     return _finish(_generator().random(_size(size)).astype(d.np), requires_grad, device)
 
 
@@ -231,6 +254,8 @@ def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     negative size.
     """
     d = _float_dtype(dtype)
+    if _on_meta(device):
+        return _meta_tensor(_size(size), d.np, requires_grad)
     return _finish(_generator().standard_normal(_size(size)).astype(d.np), requires_grad, device)
 
 

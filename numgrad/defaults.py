@@ -6,6 +6,7 @@ and ``dtypes.default_float`` is the dtype Python floats and float factories take
 """
 from __future__ import annotations
 
+import numgrad.device_type as _device_type
 import numgrad.dtypes as _dt
 
 device = None  # None: the CPU (the fast path: nothing to upload)
@@ -61,3 +62,15 @@ def get_default_device() -> "device":
     """
     from numgrad.device_type import device as _device
     return device if device is not None else _device("cpu")
+
+
+def _swap_default_device(dev):
+    """Make ``dev`` the default device and return the one it replaces (None for the CPU):
+    what ``with ng.device(...):`` does on entering and on leaving."""
+    global device
+    previous = device
+    set_default_device(dev)
+    return previous
+
+
+_device_type.device._ng_set_default = staticmethod(_swap_default_device)

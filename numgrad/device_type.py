@@ -21,9 +21,9 @@ class device:
         if ":" in spec:
             spec, idx = spec.split(":", 1)
             index = int(idx)
-        if spec not in ("cpu", "cuda"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: "
-                               f"{spec}")
+        if spec not in ("cpu", "cuda", "meta"):
+            raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device "
+                               f"string: {spec}")
         self.type = spec
         self.index = index
 
@@ -41,3 +41,17 @@ class device:
     def __repr__(self):
         extra = "" if self.index is None else f", index={self.index}"
         return f"device(type='{self.type}'{extra})"
+
+    # ``with ng.device("meta"):``: factories given no device use this one inside (PyTorch's
+    # device context). numgrad.defaults, above this leaf, enters its setter here.
+    _ng_set_default = None
+
+    def __enter__(self):
+        _entered.append(device._ng_set_default(self))
+        return self
+
+    def __exit__(self, *exc):
+        device._ng_set_default(_entered.pop())
+
+
+_entered = []  # the default devices the open `with device(...)` blocks replaced

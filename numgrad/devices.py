@@ -8,6 +8,7 @@ clear error.
 from __future__ import annotations
 
 import numgrad.cuda as cuda
+import numgrad.meta as meta
 
 
 # ``ng.cuda.is_available`` under the name the eager rooms have always used.
@@ -39,9 +40,12 @@ def target(device):
 
 
 def upload(a, device):
-    from numgrad.cuda import array as cuda_array
     from numgrad.device_type import device as _device
-    return cuda_array.to_device(a, _device(device))
+    device = _device(device)
+    if device.type == "meta":  # shape and dtype only (numgrad.meta)
+        return meta.empty(a.shape, a.dtype)
+    from numgrad.cuda import array as cuda_array
+    return cuda_array.to_device(a, device)
 
 
 def wrap_cuda_interface(obj):

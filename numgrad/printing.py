@@ -178,6 +178,7 @@ def tensor_repr(t) -> str:
     default = dtype in (_dt.default_float, _dt.int64, _dt.bool_)
     if type(data) is not np.ndarray:
         body = getattr(data, "_ng_repr", lambda: f"<{type(data).__name__}>")()
+        suffixes += getattr(data, "_ng_suffixes", list)()  # a meta tensor's size
         if not default:
             suffixes.append(f"dtype={dtype!r}")
     elif data.size == 0:

@@ -9,7 +9,7 @@ import numgrad as ng
 MODULES = ["numgrad.ops.movedim", "numgrad.ops.dist", "numgrad.ops.bernoulli",
            "numgrad.utils.benchmark", "numgrad.nn.utils.parametrize", "numgrad.nn.data_parallel",
            "numgrad.autograd.saved_attrs", "numgrad.optim.impl_flags", "numgrad.backends",
-           "numgrad.backends.mps", "numgrad.backends.cudnn", "numgrad.xpu"]
+           "numgrad.backends.mps", "numgrad.backends.cudnn", "numgrad.xpu", "numgrad.meta"]
 
 
 @pytest.mark.parametrize("name", MODULES)
