@@ -218,16 +218,11 @@ def _apply_general(prim, args, params):
                 vc = tensors[0]._vc
         elif _views.traced_is_view(tensors[0], prim, params):
             vc = tensors[0]._vc  # traced: a view where eager's NumPy would return one
-    node = None
+    needed = None
     if prim.vjps is not None and is_grad_enabled():
         needed = _needed_inputs(prim, tensors)
-        if needed:
-            node = OpNode(prim, params, tensors, needed)
-            if _anomaly.enabled:
-                _anomaly.record(node)
-    out = _make(out_data, node, vc)
-    if node is not None and node._wants_out:
-        node._saved["out"] = SavedTensor(out, is_output=True)
+    out = (record(prim, params, tensors, needed, out_data, vc) if needed else
+           _make(out_data, None, vc))
     if vc is not None:
         _views.record(out, tensors[0], prim, params)
     return out
@@ -257,8 +252,7 @@ def _fast_entry(prim):
 def forget_fast_path(prim):
     """Drop what was settled for ``prim`` (its rules changed: ``Primitive.defvjp``)."""
     _FAST.pop(prim, None)
-    for key in [k for k in _SAVE_PLANS if k[0] is prim]:
-        del _SAVE_PLANS[key]
+    _SAVE_PLANS.pop(prim, None)
 
 
 def _build_fast(prim):
@@ -267,7 +261,6 @@ def _build_fast(prim):
     floating = prim.floating and bcast
     check = prim.check if bcast else None  # the general path checks promoted kinds only
     rules = prim.vjps
-    saves = prim.saves
     n_in = len(prim.inputs)
     two = n_in == 2
     if rules is None:
@@ -290,50 +283,6 @@ def _build_fast(prim):
             return out
         return np.asarray(out)
 
-    def record(params, tensors, needed, out):
-        # OpNode.__init__ with what this primitive settled: one and two inputs spelled out.
-        node = _new(OpNode)
-        if two:
-            a, b = tensors
-            da, db = a._data, b._data
-            node.next_functions = (_edge(a), _edge(b))
-            node._shapes = (da.shape, db.shape)
-            node._dtypes = (da.dtype, db.dtype)
-        elif n_in == 1:
-            a = tensors[0]
-            da = a._data
-            node.next_functions = (_edge(a),)
-            node._shapes = (da.shape,)
-            node._dtypes = (da.dtype,)
-        else:
-            node.next_functions = tuple([_edge(t) for t in tensors])
-            node._shapes = tuple([t._data.shape for t in tensors])
-            node._dtypes = tuple([t._data.dtype for t in tensors])
-        node._seq = next(_sequence)
-        node._pre_hooks = node._retained = None
-        node._prim, node._params, node._needed = prim, params, needed
-        plan, wants_out = plans.get(needed) or _plan(needed)
-        saved = {}
-        for n, i in plan:
-            saved[n] = SavedTensor(tensors[i])
-        if saves is not None:
-            for n in saves(params):
-                saved[n] = SavedParam(params[n])
-        node._saved = saved
-        node._wants_out = wants_out
-        if _anomaly.enabled:
-            _anomaly.record(node)
-        t = _make(out, node)
-        if wants_out:
-            saved["out"] = SavedTensor(t, is_output=True)
-        return t
-
-    plans = {}  # needed inputs -> the save plan
-
-    def _plan(needed):
-        plan = plans[needed] = _SAVE_PLANS.get((prim, needed)) or _save_plan(prim, needed)
-        return plan
-
     def unary(args, params):
         if len(args) != 1:
             return None
@@ -349,7 +298,7 @@ def _build_fast(prim):
                 raise error
         out = kernel((da,), params)
         if grad0 and a._requires_grad and _grad_state.enabled:
-            return record(params, (a,), _FIRST, out)
+            return record(prim, params, (a,), _FIRST, out)
         return _make(out)
 
     def binary(args, params):
@@ -389,9 +338,9 @@ def _build_fast(prim):
         if rules is not None and _grad_state.enabled:
             ra = grad0 and a._requires_grad
             if grad1 and b._requires_grad:
-                return record(params, (a, b), _BOTH if ra else _SECOND, out)
+                return record(prim, params, (a, b), _BOTH if ra else _SECOND, out)
             if ra:
-                return record(params, (a, b), _FIRST, out)
+                return record(prim, params, (a, b), _FIRST, out)
         return _make(out)
 
     def nary(args, params):
@@ -408,7 +357,7 @@ def _build_fast(prim):
             needed = tuple([i for i, t in enumerate(args)
                             if t._requires_grad and rules[i] is not None])
             if needed:
-                return record(params, args, needed, out)
+                return record(prim, params, args, needed, out)
         return _make(out)
 
     return binary if two else unary if n_in == 1 else nary
@@ -500,8 +449,8 @@ def _edge(t):
     return _NO_EDGE
 
 
-# (primitive, needed inputs) -> (((name, input index or -1 for a variadic list), ...),
-# wants_out): what a node saves, worked out from the rules once rather than per node.
+# primitive -> {needed inputs -> (((name, input index or -1 for a variadic list), ...),
+# wants_out)}: what a node saves, worked out from the rules once rather than per node.
 _SAVE_PLANS = {}
 
 
@@ -519,48 +468,57 @@ def _save_plan(prim, needed):
             elif n in names:
                 plan.append((n, names.index(n)))
             seen.add(n)
-    result = _SAVE_PLANS[(prim, needed)] = (tuple(plan), wants_out)
+    result = _SAVE_PLANS.setdefault(prim, {})[needed] = (tuple(plan), wants_out)
     return result
 
 
+def record(prim, params, tensors, needed, out_data, vc=None):
+    """The output tensor of ``prim`` applied to ``tensors`` (its payload ``out_data``, its
+    version counter ``vc`` if a view), with its ``OpNode``: the edges, the inputs' shapes and
+    dtypes, and what the rules of the ``needed`` inputs read saved, per a plan cached per
+    (primitive, needed). The hot path of every recorded op: its slots are set directly, one
+    and two inputs spelled out (see docs/performance.md, eager speed)."""
+    node = _new(OpNode)
+    if len(tensors) == 2:
+        a, b = tensors
+        da, db = a._data, b._data
+        node.next_functions = (_edge(a), _edge(b))
+        node._shapes = (da.shape, db.shape)
+        node._dtypes = (da.dtype, db.dtype)
+    elif len(tensors) == 1:
+        d = tensors[0]._data
+        node.next_functions = (_edge(tensors[0]),)
+        node._shapes = (d.shape,)
+        node._dtypes = (d.dtype,)
+    else:
+        node.next_functions = tuple([_edge(t) for t in tensors])
+        node._shapes = tuple([t._data.shape for t in tensors])
+        node._dtypes = tuple([t._data.dtype for t in tensors])
+    node._seq = next(_sequence)
+    node._pre_hooks = node._retained = None
+    node._prim, node._params, node._needed = prim, params, needed
+    plans = _SAVE_PLANS.get(prim)
+    plan, wants_out = (plans is not None and plans.get(needed)) or _save_plan(prim, needed)
+    saved = {}
+    for n, i in plan:
+        saved[n] = SavedTensor(tensors[i]) if i >= 0 else [SavedTensor(t) for t in tensors]
+    if prim.saves is not None:
+        for n in prim.saves(params):
+            saved[n] = SavedParam(params[n])
+    node._saved = saved
+    node._wants_out = wants_out
+    if _anomaly.enabled:
+        _anomaly.record(node)
+    out = _make(out_data, node, vc)
+    if wants_out:
+        saved["out"] = SavedTensor(out, is_output=True)
+    return out
+
+
 class OpNode(Node):
-    """The backward of one primitive application (``MulBackward0``...)."""
+    """The backward of one primitive application (``MulBackward0``...); made by ``record``."""
 
     __slots__ = ("_prim", "_params", "_saved", "_shapes", "_dtypes", "_needed", "_wants_out")
-
-    def __init__(self, prim, params, tensors, needed):
-        # The hot path of every recorded op: one and two inputs spelled out, the save plan
-        # read from a cache (see docs/performance.md, eager speed).
-        if len(tensors) == 2:
-            a, b = tensors
-            da, db = a._data, b._data
-            self.next_functions = (_edge(a), _edge(b))
-            self._shapes = (da.shape, db.shape)
-            self._dtypes = (da.dtype, db.dtype)
-        elif len(tensors) == 1:
-            d = tensors[0]._data
-            self.next_functions = (_edge(tensors[0]),)
-            self._shapes = (d.shape,)
-            self._dtypes = (d.dtype,)
-        else:
-            self.next_functions = tuple([_edge(t) for t in tensors])
-            self._shapes = tuple([t._data.shape for t in tensors])
-            self._dtypes = tuple([t._data.dtype for t in tensors])
-        self._seq = next(_sequence)
-        self._pre_hooks = None
-        self._retained = None
-        self._prim = prim
-        self._params = params
-        self._needed = needed
-        plan, self._wants_out = _SAVE_PLANS.get((prim, needed)) or _save_plan(prim, needed)
-        saved = {}
-        for n, i in plan:
-            saved[n] = (SavedTensor(tensors[i]) if i >= 0 else
-                        [SavedTensor(t) for t in tensors])
-        if prim.saves is not None:
-            for n in prim.saves(params):
-                saved[n] = SavedParam(params[n])
-        self._saved = saved
 
     def name(self):
         return self._prim.node_name(self._params, self._shapes)
