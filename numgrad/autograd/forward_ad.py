@@ -154,15 +154,12 @@ def _transposed_vjp(prim, primals, out, tangents, params):
     """``sum_i J_i t_i`` from the vjp rules: each rule's result is linear in ``g``, so its
     vjp w.r.t. ``g`` with cotangent ``t_i`` is ``J_i t_i``."""
     from numgrad.autograd import engine
-    from numgrad.ops.dispatch import OpNode
+    from numgrad.ops.dispatch import record
     xs = [Tensor._make(p) for p in primals]
     with enable_grad():
         g = zeros_leaf(Tensor._make(out))
-        node = OpNode(prim, params, xs, tuple(i for i, t in enumerate(tangents)
-                                              if t is not None))
-        if node._wants_out:
-            from numgrad.autograd.graph import SavedTensor
-            node._saved["out"] = SavedTensor(Tensor._make(out), is_output=True)
+        node = record(prim, params, xs, tuple(i for i, t in enumerate(tangents)
+                                              if t is not None), out).grad_fn
         grads = node.apply([g])
         outs, cots = [], []
         for r, t in zip(grads, tangents):

@@ -48,7 +48,7 @@ class Node:
 
     def __init__(self, next_functions=()):
         # Two hot constructors write these fields out instead of calling this one (one call
-        # per recorded op measured): AccumulateGrad.__init__ and ops.dispatch's OpNode. A
+        # per recorded op measured): AccumulateGrad.__init__ and ops.dispatch.record. A
         # field added here goes there too.
         self.next_functions = next_functions
         self._seq = next(_sequence)

@@ -31,7 +31,7 @@ import numgrad.autograd.anomaly as _anomaly
 from numgrad.autograd.graph import (Node, SavedParam, SavedTensor, accumulator_of,
                                     _sequence)
 from numgrad.autograd.saved_attrs import saved_attribute
-from numgrad.grad_mode import is_grad_enabled
+from numgrad.grad_mode import is_grad_enabled, _state as _grad_state
 from numgrad.tensor import Tensor
 from numgrad.size import broadcast_shapes  # noqa: F401  (ops.broadcast_shapes)
 import numgrad.ops.late as _late
@@ -39,6 +39,7 @@ import numgrad.ops.views as _views
 
 _ndarray = np.ndarray
 _make = Tensor._make
+_new = object.__new__
 BROADCASTING = ("elementwise", "compare")  # kinds whose operands dispatch broadcasts
 
 # NOTE: PyTorch computes log(-1), 1/0 and exp(1000) silently (NaN, inf); NumPy's kernels warn.
@@ -175,6 +176,16 @@ def to_dtype_prim():
 
 def apply(prim, *args, **params):
     """Evaluate ``prim`` on ``args`` and record its backward node when grad mode asks."""
+    if tracing_hook.capture is None:
+        # The eager fast path (see ``_FAST``): NumPy payloads that need no promotion.
+        out = (_FAST.get(prim) or _fast_entry(prim))(args, params)
+        if out is not None:
+            return out
+    return _apply_general(prim, args, params)
+
+
+def _apply_general(prim, args, params):
+    """``apply`` for every call: traced, transformed, device payloads, promotion, views."""
     weak = False
     if tracing_hook.capture is not None:  # a trace is running: lift captured tensors
         args = _lift(prim, args)
@@ -208,19 +219,149 @@ def apply(prim, *args, **params):
                 vc = tensors[0]._vc
         elif _views.traced_is_view(tensors[0], prim, params):
             vc = tensors[0]._vc  # traced: a view where eager's NumPy would return one
-    node = None
+    needed = None
     if prim.vjps is not None and is_grad_enabled():
         needed = _needed_inputs(prim, tensors)
-        if needed:
-            node = OpNode(prim, params, tensors, needed)
-            if _anomaly.enabled:
-                _anomaly.record(node)
-    out = _make(out_data, node, vc)
-    if node is not None and node._wants_out:
-        node._saved["out"] = SavedTensor(out, is_output=True)
+    out = (record(prim, params, tensors, needed, out_data, vc) if needed else
+           _make(out_data, None, vc))
     if vc is not None:
         _views.record(out, tensors[0], prim, params)
     return out
+
+
+# The eager fast path: per primitive, a function built on its first eager call (``_fast_entry``)
+# that settles once what the general path asks on every call (its kind, arity, promotion
+# rule, check, quiet-FP need, vjp rules and save plans) and so does per call only: look at
+# the operands, run the kernel, build the node. It serves NumPy payloads of one and two
+# inputs that need no promotion (tensors of one dtype, or a floating tensor and a Python
+# number); anything else (a trace, a transform's or device payload, mixed dtypes, a view,
+# a variadic op) returns None and takes ``_apply_general``, which is the reference.
+_FAST = {}
+
+
+def _never(args, params):
+    return None
+
+
+def _fast_entry(prim):
+    fast = _FAST[prim] = (_never if prim.variadic or prim.view or not prim.inputs
+                          or (len(prim.inputs) > 2 and prim.kind in BROADCASTING)
+                          else _build_fast(prim))
+    return fast
+
+
+def forget_fast_path(prim):
+    """Drop what was settled for ``prim`` (its rules changed: ``Primitive.defvjp``)."""
+    _FAST.pop(prim, None)
+    _SAVE_PLANS.pop(prim, None)
+
+
+def _build_fast(prim):
+    quiet = prim.quiet and _set_fp is not None
+    bcast = prim.kind in BROADCASTING
+    floating = prim.floating and bcast
+    check = prim.check if bcast else None  # the general path checks promoted kinds only
+    rules = prim.vjps
+    n_in = len(prim.inputs)
+    two = n_in == 2
+    if rules is None:
+        grad0 = grad1 = False
+    else:
+        grad0, grad1 = rules[0] is not None, two and rules[1] is not None
+
+    def kernel(datas, params):
+        token = _set_fp(_QUIET_FP) if quiet else None
+        try:
+            out = prim.impl(*datas, **params)  # read per call: a test may swap it
+        except ValueError:
+            if bcast:  # PyTorch's message where the shapes were the cause
+                broadcast_shapes(*[d.shape for d in datas])
+            raise
+        finally:
+            if token is not None:
+                _reset_fp(token)
+        if type(out) is _ndarray or hasattr(out, "_ng_device"):
+            return out
+        return np.asarray(out)
+
+    def unary(args, params):
+        if len(args) != 1:
+            return None
+        a = args[0]
+        if not isinstance(a, Tensor):
+            return None
+        da = a._data
+        if type(da) is not _ndarray or (floating and da.dtype.kind != "f"):
+            return None
+        if check is not None:
+            error = check(args)
+            if error is not None:
+                raise error
+        out = kernel((da,), params)
+        if grad0 and a._requires_grad and _grad_state.enabled:
+            return record(prim, params, (a,), _FIRST, out)
+        return _make(out)
+
+    def binary(args, params):
+        if len(args) != 2:
+            return None
+        a, b = args
+        if isinstance(a, Tensor):
+            da = a._data
+            if type(da) is not _ndarray:
+                return None
+            if isinstance(b, Tensor):
+                db = b._data
+                if type(db) is not _ndarray or (bcast and (
+                        da.dtype != db.dtype or (floating and da.dtype.kind != "f"))):
+                    return None
+            elif bcast and (type(b) is float or type(b) is int) and da.dtype.kind == "f":
+                db = None
+            else:
+                return None
+        elif (bcast and (type(a) is float or type(a) is int) and isinstance(b, Tensor)
+              and type(b._data) is _ndarray and b._data.dtype.kind == "f"):
+            da, db = None, b._data
+        else:
+            return None
+        if check is not None:
+            error = check(args)
+            if error is not None:
+                raise error
+        # A Python number becomes a 0-d tensor of the other's dtype (the graph records it).
+        if db is None:
+            b = _make(np.array(b, da.dtype))
+            db = b._data
+        elif da is None:
+            a = _make(np.array(a, db.dtype))
+            da = a._data
+        out = kernel((da, db), params)
+        if rules is not None and _grad_state.enabled:
+            ra = grad0 and a._requires_grad
+            if grad1 and b._requires_grad:
+                return record(prim, params, (a, b), _BOTH if ra else _SECOND, out)
+            if ra:
+                return record(prim, params, (a, b), _FIRST, out)
+        return _make(out)
+
+    def nary(args, params):
+        # Three or more inputs (addmm, nll_loss): never promoted, every one a tensor.
+        if len(args) != n_in:
+            return None
+        datas = []
+        for t in args:
+            if not isinstance(t, Tensor) or type(t._data) is not _ndarray:
+                return None
+            datas.append(t._data)
+        out = kernel(datas, params)
+        if rules is not None and _grad_state.enabled:
+            needed = tuple([i for i, t in enumerate(args)
+                            if t._requires_grad and rules[i] is not None])
+            if needed:
+                return record(prim, params, args, needed, out)
+        return _make(out)
+
+    return binary if two else unary if n_in == 1 else nary
 
 
 def _lift(prim, args):
@@ -309,8 +450,8 @@ def _edge(t):
     return _NO_EDGE
 
 
-# (primitive, needed inputs) -> (((name, input index or -1 for a variadic list), ...),
-# wants_out): what a node saves, worked out from the rules once rather than per node.
+# primitive -> {needed inputs -> (((name, input index or -1 for a variadic list), ...),
+# wants_out)}: what a node saves, worked out from the rules once rather than per node.
 _SAVE_PLANS = {}
 
 
@@ -328,48 +469,57 @@ def _save_plan(prim, needed):
             elif n in names:
                 plan.append((n, names.index(n)))
             seen.add(n)
-    result = _SAVE_PLANS[(prim, needed)] = (tuple(plan), wants_out)
+    result = _SAVE_PLANS.setdefault(prim, {})[needed] = (tuple(plan), wants_out)
     return result
 
 
+def record(prim, params, tensors, needed, out_data, vc=None):
+    """The output tensor of ``prim`` applied to ``tensors`` (its payload ``out_data``, its
+    version counter ``vc`` if a view), with its ``OpNode``: the edges, the inputs' shapes and
+    dtypes, and what the rules of the ``needed`` inputs read saved, per a plan cached per
+    (primitive, needed). The hot path of every recorded op: its slots are set directly, one
+    and two inputs spelled out (see docs/performance.md, eager speed)."""
+    node = _new(OpNode)
+    if len(tensors) == 2:
+        a, b = tensors
+        da, db = a._data, b._data
+        node.next_functions = (_edge(a), _edge(b))
+        node._shapes = (da.shape, db.shape)
+        node._dtypes = (da.dtype, db.dtype)
+    elif len(tensors) == 1:
+        d = tensors[0]._data
+        node.next_functions = (_edge(tensors[0]),)
+        node._shapes = (d.shape,)
+        node._dtypes = (d.dtype,)
+    else:
+        node.next_functions = tuple([_edge(t) for t in tensors])
+        node._shapes = tuple([t._data.shape for t in tensors])
+        node._dtypes = tuple([t._data.dtype for t in tensors])
+    node._seq = next(_sequence)
+    node._pre_hooks = node._retained = None
+    node._prim, node._params, node._needed = prim, params, needed
+    plans = _SAVE_PLANS.get(prim)
+    plan, wants_out = (plans is not None and plans.get(needed)) or _save_plan(prim, needed)
+    saved = {}
+    for n, i in plan:
+        saved[n] = SavedTensor(tensors[i]) if i >= 0 else [SavedTensor(t) for t in tensors]
+    if prim.saves is not None:
+        for n in prim.saves(params):
+            saved[n] = SavedParam(params[n])
+    node._saved = saved
+    node._wants_out = wants_out
+    if _anomaly.enabled:
+        _anomaly.record(node)
+    out = _make(out_data, node, vc)
+    if wants_out:
+        saved["out"] = SavedTensor(out, is_output=True)
+    return out
+
+
 class OpNode(Node):
-    """The backward of one primitive application (``MulBackward0``...)."""
+    """The backward of one primitive application (``MulBackward0``...); made by ``record``."""
 
     __slots__ = ("_prim", "_params", "_saved", "_shapes", "_dtypes", "_needed", "_wants_out")
-
-    def __init__(self, prim, params, tensors, needed):
-        # The hot path of every recorded op: one and two inputs spelled out, the save plan
-        # read from a cache (see docs/performance.md, eager speed).
-        if len(tensors) == 2:
-            a, b = tensors
-            da, db = a._data, b._data
-            self.next_functions = (_edge(a), _edge(b))
-            self._shapes = (da.shape, db.shape)
-            self._dtypes = (da.dtype, db.dtype)
-        elif len(tensors) == 1:
-            d = tensors[0]._data
-            self.next_functions = (_edge(tensors[0]),)
-            self._shapes = (d.shape,)
-            self._dtypes = (d.dtype,)
-        else:
-            self.next_functions = tuple([_edge(t) for t in tensors])
-            self._shapes = tuple([t._data.shape for t in tensors])
-            self._dtypes = tuple([t._data.dtype for t in tensors])
-        self._seq = next(_sequence)
-        self._pre_hooks = None
-        self._retained = None
-        self._prim = prim
-        self._params = params
-        self._needed = needed
-        plan, self._wants_out = _SAVE_PLANS.get((prim, needed)) or _save_plan(prim, needed)
-        saved = {}
-        for n, i in plan:
-            saved[n] = (SavedTensor(tensors[i]) if i >= 0 else
-                        [SavedTensor(t) for t in tensors])
-        if prim.saves is not None:
-            for n in prim.saves(params):
-                saved[n] = SavedParam(params[n])
-        self._saved = saved
 
     def name(self):
         return self._prim.node_name(self._params, self._shapes)

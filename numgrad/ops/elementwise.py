@@ -28,17 +28,8 @@ def _np_sigmoid(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-def _np_relu(x):
-    # PyTorch's rule, `x < 0 ? 0 : x`: relu(-0) is -0 and NaN passes. np.maximum gives both
-    # but +0 for -0, so the zeros are copied back from x: 11x faster than np.where (70 vs
-    # 780 us on LeNet's first activation, 64x6x24x24 float32).
-    out = np.maximum(x, np.zeros((), x.dtype), out=np.empty_like(x))
-    np.copyto(out, x, where=(x == 0))
-    return out
-
-
 def _np_clamp(x, min, max):
-    # torch.clamp is min(max(x, lo), hi) with the rule above: clamp(-0, min=0) is -0
+    # torch.clamp is min(max(x, lo), hi) with relu's rule (ops.threshold): clamp(-0, min=0) is -0
     # (np.clip gives +0) and NaN passes. np.maximum / np.minimum are that rule wherever the
     # bound is a nonzero number (equal nonzero values have the same bits) and take half
     # np.where's time; at a zero bound their SIMD loops may pick either zero's sign, so
@@ -230,7 +221,7 @@ cos = _floating("cos", np.cos, "Cosine, in radians (``torch.cos``, ``jax.numpy.c
                 pairs=("sincos", 1))
 sigmoid = _floating("sigmoid", _np_sigmoid, "``1 / (1 + exp(-input))``, computed without "
                     "overflow (``torch.sigmoid``,\n``jax.nn.sigmoid``).")
-relu = defop("relu", inputs=("x",), impl=_np_relu, kind=E, lowering="relu({0})",
+relu = defop("relu", inputs=("x",), impl=_threshold.relu_kernel, kind=E, lowering="relu({0})",
              scalar=_relu_scalar, helpers=(H.relu,),
              check=_refuse_bool(RuntimeError, "Boolean inputs not supported for relu"),
              api=Api(doc="``max(input, 0)`` (``torch.relu``, ``jax.nn.relu``); the gradient at "

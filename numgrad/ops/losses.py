@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 import numgrad.tracing_hook as tracing_hook
+from numgrad.ops.index_check import check_targets_p
 from numgrad.ops.registry import defop
 from numgrad.tensor import Tensor
 
@@ -124,22 +125,23 @@ def _picked(target, weight, ignore_index):
     return keep, idx, np.where(keep, weight[idx], 0)
 
 
-# ids of the shared all-ones weights ``nll_loss`` passes when it has none (kept alive in
-# ``_ONES``, so an id is never reused).
-_ONES_IDS = set()
+def _largest_unsigned(target):
+    """The largest target read as unsigned (a negative index reads huge), in one pass: below
+    the class count exactly when every target is a class."""
+    u = _UNSIGNED.get(target.dtype) or np.dtype(f"u{target.itemsize}")
+    return np.maximum.reduce(target.view(u))  # (ndarray.max's Python wrapper costs ~0.3 us)
 
 
-def _plain(target, weight, ignore_index):
-    """Whether every sample counts with weight 1: no class weights and, as one unsigned
-    max tells (a negative index reads huge), every target a class, none ``ignore_index``.
-    The usual batch; the kernels then skip the masks and the weight gathers."""
-    c = weight.shape[0]
-    return (id(weight) in _ONES_IDS and not 0 <= ignore_index < c
-            and target.view(f"u{target.itemsize}").max() < c)
+_UNSIGNED = {np.dtype(np.int64): np.dtype(np.uint64), np.dtype(np.int32): np.dtype(np.uint32)}
 
 
-def _nll(x, target, weight, ignore_index, reduction):
-    if _plain(target, weight, ignore_index):  # the bits of the general path, with w = 1
+# ``plain`` (a param of both rows, settled by ``nll_loss`` from one pass over the targets):
+# every sample counts with weight 1 (no class weights, every target a class, none
+# ``ignore_index``), the usual batch; the kernels then skip the masks and the weight gathers
+# and give the general path's bits. The targets are saved by the node, so an in-place change
+# to them before the backward is an error, not a stale ``plain``.
+def _nll(x, target, weight, ignore_index, reduction, plain):
+    if plain:  # the bits of the general path, with w = 1
         loss = -x[np.arange(len(target)), target]
         if reduction == "none":
             return loss
@@ -155,8 +157,8 @@ def _nll(x, target, weight, ignore_index, reduction):
     return total if reduction == "sum" else total / w.sum()
 
 
-def _nll_backward(g, target, weight, x_shape, ignore_index, reduction):
-    if _plain(target, weight, ignore_index):
+def _nll_backward(g, target, weight, x_shape, ignore_index, reduction, plain):
+    if plain:
         out = np.zeros(x_shape, g.dtype)
         out[np.arange(len(target)), target] = (
             -g if reduction != "mean" else -g / g.dtype.type(len(target)))
@@ -172,23 +174,24 @@ def _nll_backward(g, target, weight, x_shape, ignore_index, reduction):
 
 
 nll_loss_p = defop("nll_loss", inputs=("x", "target", "weight"),
-                   params=("ignore_index", "reduction"), impl=_nll,
-                   abstract=lambda x, target, weight, ignore_index, reduction: (
+                   params=("ignore_index", "reduction", "plain"), impl=_nll,
+                   abstract=lambda x, target, weight, ignore_index, reduction, plain: (
                        target.shape if reduction == "none" else (), np.dtype(x.dtype)),
                    jit=False)
 nll_loss_backward_p = defop(
     "nll_loss_backward", inputs=("g", "target", "weight"),
-    params=("x_shape", "ignore_index", "reduction"), impl=_nll_backward,
+    params=("x_shape", "ignore_index", "reduction", "plain"), impl=_nll_backward,
     abstract=lambda g, target, weight, x_shape, **p: (tuple(x_shape), np.dtype(g.dtype)),
     jit=False)
 nll_loss_p.defvjp(
-    lambda g, target, weight, x_shape, ignore_index, reduction: nll_loss_backward_p(
-        g, target, weight, x_shape=x_shape, ignore_index=ignore_index, reduction=reduction),
+    lambda g, target, weight, x_shape, ignore_index, reduction, plain: nll_loss_backward_p(
+        g, target, weight, x_shape=x_shape, ignore_index=ignore_index, reduction=reduction,
+        plain=plain),
     None, None)
 # The backward is linear in g: its own vjp is the forward applied to the cotangent.
 nll_loss_backward_p.defvjp(
-    lambda g, target, weight, ignore_index, reduction: nll_loss_p(
-        g, target, weight, ignore_index=ignore_index, reduction=reduction),
+    lambda g, target, weight, ignore_index, reduction, plain: nll_loss_p(
+        g, target, weight, ignore_index=ignore_index, reduction=reduction, plain=plain),
     None, None)
 
 _ONES = {}
@@ -205,19 +208,24 @@ def nll_loss(x: Tensor, target: Tensor, weight, ignore_index: int, reduction: st
             or type(target._data) is not _ndarray or target._data.shape != x._data.shape[:1]):
         return None
     n, c = x._data.shape
-    if weight is None:
+    ignore_index = int(ignore_index)
+    ones = weight is None
+    if ones:
         key = (c, x._data.dtype)
         weight = _ONES.get(key)
         if weight is None:  # shared and read-only: never a leaf of anything
             a = np.ones(c, x._data.dtype)
             a.flags.writeable = False
             weight = _ONES[key] = Tensor._make(a)
-            _ONES_IDS.add(id(a))
     elif weight._data.shape != (c,):
         return None
-    from numgrad.ops.index_check import check_targets_p
-    check_targets_p.impl(target._data, c, ignore_index)  # PyTorch's IndexError, before reading
-    return nll_loss_p(x, target, weight, ignore_index=int(ignore_index), reduction=reduction)
+    if _largest_unsigned(target._data) < c:  # every target a class: nothing to check
+        plain = ones and not 0 <= ignore_index < c
+    else:  # PyTorch's IndexError, before reading, unless the strays are ignore_index
+        check_targets_p.impl(target._data, c, ignore_index)
+        plain = False
+    return nll_loss_p(x, target, weight, ignore_index=ignore_index, reduction=reduction,
+                      plain=plain)
 
 
 # ----------------------------------------------------------------- mse_loss

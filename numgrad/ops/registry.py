@@ -101,7 +101,7 @@ import inspect
 import re
 from dataclasses import dataclass, field, replace
 
-from numgrad.ops.dispatch import apply
+from numgrad.ops.dispatch import apply, forget_fast_path
 
 REGISTRY: dict[str, "Primitive"] = {}
 # name -> Helper: every scalar helper some row's lowering calls (rows add theirs).
@@ -299,6 +299,7 @@ class Primitive:
             needs.append(tuple(names[1:]))
         object.__setattr__(self, "vjps", rules)
         object.__setattr__(self, "needs", tuple(needs))
+        forget_fast_path(self)  # eager dispatch settled the old rules: settle them again
         return self
 
     @property

@@ -1,4 +1,5 @@
-"""ops.threshold: relu's backward as one eager kernel (PyTorch's ``threshold_backward``).
+"""ops.threshold: relu's eager kernel, and its backward as one eager kernel (PyTorch's
+``threshold_backward``).
 
 Room: ops. Imports NumPy, tracing_hook and the registry.
 
@@ -22,6 +23,54 @@ _BITS = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
 # np.where's per-element branch costs ~22 us on 64x128 float32 with a relu's random mask; the
 # bitwise mask ~4.5 us, but its extra passes make it slower below ~2,000 elements.
 _BITWISE_FROM = 2048
+
+
+def _relu_by_where(x):
+    # PyTorch's rule, `x < 0 ? 0 : x`, spelled portably: np.maximum with the zeros copied back
+    # (np.where's per-element branch is 10x slower on a random sign pattern).
+    out = np.maximum(x, np.zeros((), x.dtype), out=np.empty_like(x))
+    np.copyto(out, x, where=(x == 0))
+    return out
+
+
+def _max_is_relu(dtype):
+    """Whether ``np.maximum(0, x)`` is PyTorch's relu bit for bit in ``dtype`` here: -0 stays
+    -0 and a NaN passes with its sign and payload. x86's SIMD max returns its second operand
+    where the two compare equal (so ``x``: its -0) and NumPy passes a NaN operand through;
+    other machines' max instructions may rank -0 below +0. Probed once per dtype, on the
+    SIMD body, its tail and strided loops."""
+    special = np.array([-0.0, 0.0, np.nan, -np.nan, -1.0, 1.0, -np.inf, np.inf, -1e-30],
+                       dtype)
+    zero = dtype.type(0)
+    for n in (1, 5, 16, 37, 130):
+        x = np.resize(special, 2 * n)
+        for v in (x, x[::2], x[::-1]):
+            want = _relu_by_where(v).view(f"u{dtype.itemsize}")
+            got = np.maximum(zero, v)
+            if got.dtype != dtype or not np.array_equal(got.view(want.dtype), want):
+                return False
+    return True
+
+
+# dtype -> its zero, for the float dtypes whose relu is one np.maximum (see _max_is_relu).
+_MAX_ZERO = {d: d.type(0) for d in map(np.dtype, (np.float16, np.float32, np.float64))
+             if _max_is_relu(d)}
+
+
+def relu_kernel(x):
+    """relu's eager kernel, PyTorch's rule (``relu(-0.)`` is ``-0.``, NaN passes): one
+    ``np.maximum(0, x)`` where that rule holds for it (integers; floats as probed), 2.5x
+    faster than the copy-back; else ``_relu_by_where``.
+
+    >>> relu_kernel(np.array([-1., -0., 2.]))
+    array([ 0., -0.,  2.])
+    """
+    zero = _MAX_ZERO.get(x.dtype)
+    if zero is not None:
+        return np.maximum(zero, x)
+    if x.dtype.kind != "f":
+        return np.maximum(x.dtype.type(0), x)
+    return _relu_by_where(x)
 
 
 def _threshold_backward(grad, y):

@@ -232,3 +232,30 @@ def test_unweighted_fast_path_has_the_general_paths_bits(reduction):
         assert a.dtype == b.dtype == np.float32
     ref = TF.nll_loss(torch.tensor(xa), torch.tensor([0, 3, 1, 1, 2]), reduction=reduction)
     np.testing.assert_allclose(outs[0][0], ref.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("targets, ignore_index", [
+    ([0, 3, 1, 1, 2], 1),        # every target a class, one of them ignored
+    ([0, -100, 1, 3, 2], -100),  # the default ignore_index among the targets
+    ([2, 2, 2, 2, 2], 2),        # every row ignored: NaN mean, zero gradient
+])
+def test_ignored_targets_take_the_masked_kernels(targets, ignore_index):
+    # One pass over the targets settles which kernel runs; where a row is ignored the masked
+    # one must, in the forward and the backward, as PyTorch's values and gradients show.
+    xa = X.astype(np.float64)
+    x, tx = ng.tensor(xa, requires_grad=True), torch.tensor(xa, requires_grad=True)
+    out = F.cross_entropy(x, ng.tensor(np.array(targets)), ignore_index=ignore_index)
+    ref = TF.cross_entropy(tx, torch.tensor(targets), ignore_index=ignore_index)
+    out.backward()
+    ref.backward()
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_targets_changed_in_place_before_backward_are_caught():
+    # The kernels trust a check made in the forward: the saved targets' version guards it.
+    y = ng.tensor(np.array([0, 3, 1, 1, 2]))
+    loss = F.nll_loss(ng.tensor(X.astype(np.float32), requires_grad=True), y)
+    y[0] = 7
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
