@@ -91,3 +91,13 @@ def test_a_zero_dim_cpu_scalar_mixes_with_meta_and_a_device_context_nests():
             assert ng.zeros(1).device.type == "cpu"
         assert ng.zeros(1).device.type == "meta"
     assert ng.zeros(1).device.type == "cpu"
+
+
+@ng.jit
+def _doubled(x):
+    return x * 2
+
+
+def test_jit_refuses_meta_tensors_clearly():
+    with pytest.raises(NotImplementedError, match="cannot run on meta tensors"):
+        _doubled(ng.zeros(2, device="meta"))

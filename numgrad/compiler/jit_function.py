@@ -87,8 +87,15 @@ def _leaf_key(x):
         d = x._data
         # The layout is part of the signature: whether a reshape of the input is a view
         # (an in-place op through it reaches the caller's tensor) or a copy depends on it.
-        return (d.shape, d.dtype.str, x._requires_grad, str(x.device),
-                None if d.flags.c_contiguous else d.strides)
+        try:
+            layout = None if d.flags.c_contiguous else d.strides
+        except AttributeError:
+            if x.device.type != "meta":
+                raise
+            # a meta tensor (numgrad.meta): no data to compile for
+            raise NotImplementedError("@ng.jit cannot run on meta tensors (they hold no data): "
+                                      "call the function without @ng.jit") from None
+        return (d.shape, d.dtype.str, x._requires_grad, str(x.device), layout)
     if isinstance(x, (int, float, bool, str, type(None), complex, np.generic)):
         # By bits: 0.0 and -0.0 get plans of their own, and NaN finds its plan again.
         return ("const", guards.scalar_key(x.item() if isinstance(x, np.generic) else x),
