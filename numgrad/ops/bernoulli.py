@@ -13,18 +13,22 @@ from numgrad.tensor import Tensor
 
 def _draw(like: Tensor, probs, generator) -> Tensor:
     """0/1 values of ``like``'s shape, dtype and device, 1 with probability ``probs``."""
+    # The generator first: inside @ng.jit this is where the trace refuses the draw, with the
+    # message every random factory gives (compiler.random_watch).
+    rng = generator if generator is not None else _creation._generator()
     if not like.dtype.is_floating_point:
         name = _dt.SCALAR_NAMES.get(like.dtype.name, like.dtype.name)
         raise NotImplementedError(f'"bernoulli_tensor_cpu_p_" not implemented for \'{name}\'')
     if isinstance(probs, Tensor):
-        probs = probs.detach().cpu().numpy()
-        if not ((probs >= 0) & (probs <= 1)).all():
-            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        probs = probs.detach()
+        if type(probs._data) is np.ndarray or hasattr(probs._data, "_ng_host"):  # has values
+            p = probs.cpu().numpy()
+            if not ((p >= 0) & (p <= 1)).all():
+                raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     elif not 0 <= probs <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={probs:g}")
-    rng = generator if generator is not None else _creation._generator()
-    values = (rng.random(tuple(like.shape)) < probs).astype(like.dtype.np)
-    return _creation.tensor(values, device=like.device)
+    u = _creation.tensor(rng.random(tuple(like.shape)).astype(like.dtype.np), device=like.device)
+    return (u < probs).to(like.dtype)
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator=None) -> Tensor:

@@ -81,3 +81,13 @@ def test_bernoulli_errors_match_torch(args):
     with pytest.raises(type(want.value)) as got:
         ng.bernoulli(*args(ng))
     assert str(want.value).startswith(str(got.value))
+
+
+@ng.jit
+def _drawn(x):
+    return ng.bernoulli(x) * 2
+
+
+def test_bernoulli_under_jit_is_refused_as_every_draw_is():
+    with pytest.raises(ng.TracingError, match="draws from numgrad's random generator"):
+        _drawn(ng.full((3,), 0.5))
