@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 from numgrad.grad_mode import is_grad_enabled
+from numgrad.ops import window_kernels
 from numgrad.ops.registry import defop
 from numgrad.tensor import Tensor
 
@@ -63,6 +64,19 @@ def _windows_shape(x, kernel, stride, dilation, padding):
 
 def _windows_add(g, shape, kernel, stride, dilation, padding):
     n = len(kernel)
+    if window_kernels.usable(g, nspatial=n):  # one Numba pass (LeNet: 0.76 -> 0.27 ms)
+        # ``conv``'s backward hands ``g`` over as a view of a ``(*kernel, C, *out, N)``
+        # array: the loop reads it in that order, a copy only for other layouts.
+        d = np.ascontiguousarray(g.transpose(tuple(range(2, 2 + n)) + (1,)
+                                             + tuple(range(2 + n, 2 + 2 * n)) + (0,)))
+        k, st, dl, pd, sp = window_kernels.geometry2d(kernel, stride, dilation, padding,
+                                                      shape[2:])
+        if n == 1:  # one row high: (k, C, o, N) -> (1, k, C, 1, o, N), no padding above
+            d = d.reshape((1,) + d.shape[:2] + (1,) + d.shape[2:])
+            pd = (0, pd[1])
+        acc = window_kernels.kernel("windows_add")(d, shape[0], shape[1], *sp, *k, *st, *dl,
+                                                   *pd)
+        return np.ascontiguousarray(acc.transpose(3, 0, 1, 2)).reshape(shape)
     padded = tuple(shape[:2]) + tuple(s + 2 * p for s, p in zip(shape[2:], padding))
     # The sum is laid out in the memory order of ``g``'s batch, channel and position axes
     # (``conv``'s backward hands its windows' gradient over channels-last), so that each
