@@ -105,12 +105,13 @@ def col2im(g: Tensor, shape, kernel, stride, dilation) -> Tensor:
 
 
 # ------------------------------------------------------------------ max pooling
-# Max pooling over an already padded input (padding reads -inf) as three primitives, each
-# a loop over the kernel's offsets in NumPy, instead of a chain of compare/where ops whose
-# gradients scatter each offset's view into zeros of the input's size (eager LeNet spent a
-# quarter of its kernel time there). The winner of a window is PyTorch's: an offset wins when
-# its value is greater than the running max or NaN, so a tie keeps the first offset in
-# row-major order and gets the whole gradient.
+# Max pooling over an already padded input (padding reads -inf) as three primitives (the
+# maxima a NumPy loop over the kernel's offsets, the two gradients one Numba pass each in
+# ``ops.window_kernels``), instead of a chain of compare/where ops whose gradients scatter
+# each offset's view into zeros of the input's size (eager LeNet spent a quarter of its
+# kernel time there). The winner of a window is PyTorch's: an offset wins when its value is
+# greater than the running max or NaN, so a tie keeps the first offset in row-major order
+# and gets the whole gradient, and the last NaN of a window wins.
 #
 # - ``max_pool(x)``: the window maxima;
 # - ``max_pool_scatter(g, x)``: ``g`` routed to each window's winner (the vjp of max_pool);
@@ -134,64 +135,27 @@ def _pool_max(x, kernel, stride, dilation, extent):
     return best
 
 
-def _pool_hits(x, kernel, stride, dilation, extent):
-    """``(view, hit)`` per kernel offset of ``x``: ``hit`` marks the windows it wins."""
-    best = _pool_max(x, kernel, stride, dilation, extent)
-    views = _pool_views(x, kernel, stride, dilation, extent)
-    if np.isnan(best).any():  # the running rule itself: the last NaN of a window wins
-        win = np.zeros(best.shape, np.int16)
-        best = None
-        views = list(views)
-        for k, view in enumerate(views):
-            if best is None:
-                best = view.copy()
-                continue
-            take = view > best
-            take |= view != view
-            np.copyto(best, view, where=take)
-            np.copyto(win, k, where=take)
-        for k, view in enumerate(views):
-            yield view, win == k
-        return
-    free = np.ones(best.shape, bool)  # the first offset that equals the max wins
-    for view in views:
-        hit = view == best
-        hit &= free
-        free ^= hit
-        yield view, hit
-
-
 def _np_max_pool(x, kernel, stride, dilation, extent):
     return _pool_max(x, kernel, stride, dilation, extent)
 
 
-def _np_max_pool_scatter(g, x, kernel, stride, dilation, extent):
+def _pool_route(a, x, kernel, stride, dilation, extent, scatter):
+    # One Numba pass over the windows (LeNet's two pools' gradients 7.1 -> 1.1 ms against
+    # NumPy passes per kernel offset): ``a`` scattered to, or gathered from, the winners.
     n = len(kernel)
-    if window_kernels.usable(g, x, nspatial=n):  # one Numba pass (LeNet's pools 7.1 -> 1.1 ms)
-        k, st, d = window_kernels.geometry2d(kernel, stride, dilation)
-        dx = window_kernels.kernel("pool_scatter")(window_kernels.as3d(g, n),
-                                                   window_kernels.as3d(x, n), *k, *st, *d)
-        return dx.reshape(x.shape)
-    dx = np.zeros(x.shape, g.dtype)
-    zero = np.zeros((), g.dtype)
-    hits = _pool_hits(x, kernel, stride, dilation, extent)
-    for (_, hit), view in zip(hits, _pool_views(dx, kernel, stride, dilation, extent)):
-        view += np.where(hit, g, zero)  # overlapping windows add up
-    return dx
+    k, st, d, e = window_kernels.geometry2d(kernel, stride, dilation, extent)
+    out = window_kernels.kernel("pool_route")(window_kernels.as3d(a, n),
+                                              window_kernels.as3d(x, n), *k, *st, *d, *e,
+                                              scatter)
+    return out.reshape(tuple(x.shape) if scatter else _pooled_shape(x, kernel, extent))
+
+
+def _np_max_pool_scatter(g, x, kernel, stride, dilation, extent):
+    return _pool_route(g, x, kernel, stride, dilation, extent, True)
 
 
 def _np_max_pool_gather(u, x, kernel, stride, dilation, extent):
-    n = len(kernel)
-    if window_kernels.usable(u, x, nspatial=n):
-        k, st, d, e = window_kernels.geometry2d(kernel, stride, dilation, extent)
-        res = window_kernels.kernel("pool_gather")(window_kernels.as3d(u, n),
-                                                   window_kernels.as3d(x, n), *k, *st, *d, *e)
-        return res.reshape(_pooled_shape(x, kernel, extent))
-    res = None
-    hits = _pool_hits(x, kernel, stride, dilation, extent)
-    for (_, hit), view in zip(hits, _pool_views(u, kernel, stride, dilation, extent)):
-        res = np.where(hit, view, np.zeros((), u.dtype) if res is None else res)
-    return res
+    return _pool_route(u, x, kernel, stride, dilation, extent, False)
 
 
 _POOL = ("kernel", "stride", "dilation", "extent")

@@ -4,11 +4,11 @@ Room: ops. Imports NumPy; Numba on first use (``import numgrad`` stays Numba-fre
 
 The max pool's gradient and the adjoint of the convolution's window copy were NumPy loops
 over the kernel's offsets, each a pass over a strided view (a scatter through ``np.where``
-per offset, a slice-add per offset). Each is one serial pass here (``parallel=False``: eager and ``@ng.jit`` runs call them between BLAS
-products, whose threads they must not fight), for 2-d windows over float32/float64 arrays;
-1-d windows run as 2-d ones one row high. ``kernel(name)`` compiles a loop on first use
-(``cache=True``: a new process loads the machine code from disk); ``usable`` says whether
-an array may take these loops (its callers keep the NumPy loop for other dtypes and 3-d).
+per offset, a slice-add per offset). Each is one serial pass here (``parallel=False``:
+eager and ``@ng.jit`` runs call them between BLAS products, whose threads they must not
+fight), for 2-d windows; 1-d windows run as 2-d ones one row high (``as3d``,
+``geometry2d``). ``kernel(name)`` compiles a loop on first use, per
+dtype (``cache=True``: a new process loads the machine code from disk).
 
 LeNet-5's step, one thread (``python -m bench.lenet``): the two pools' gradients
 7.1 -> 1.1 ms, the windows' adjoint 0.76 -> 0.27 ms (medians of the impls at the bench's
@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import numpy as np
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _compiled: dict = {}
 
 
-def usable(*arrays, nspatial=2) -> bool:
-    """Whether these arrays may take the Numba loops: float32/float64, at most 2 window dims."""
-    return nspatial <= 2 and all(a.dtype in _FLOATS for a in arrays)
-
-
 def kernel(name):
-    """The compiled loop ``name`` of this module (compiled, or loaded from disk, once)."""
+    """The compiled loop ``name`` of this module (compiled, or loaded from disk, once).
+
+    >>> kernel("pool_route")(np.ones((1, 1, 2)), np.array([[[1., 3.]]]), 1, 2, 1, 1, 1, 1,
+    ...                      1, 1, True)
+    array([[[0., 1.]]])
+    """
     fn = _compiled.get(name)
     if fn is None:
         import numba
@@ -38,7 +37,11 @@ def kernel(name):
 
 
 def as3d(a, nspatial):
-    """``a`` ``(*lead, *spatial)`` as a contiguous ``(B, H, W)`` (a 1-d window row: H = 1)."""
+    """``a`` ``(*lead, *spatial)`` as a contiguous ``(B, H, W)`` (a 1-d window row: H = 1).
+
+    >>> as3d(np.zeros((2, 3, 5)), 1).shape
+    (6, 1, 5)
+    """
     lead = a.shape[:a.ndim - nspatial]
     sp = a.shape[a.ndim - nspatial:]
     b = int(np.prod(lead, dtype=np.int64))
@@ -46,8 +49,12 @@ def as3d(a, nspatial):
 
 
 def geometry2d(*params):
-    """The 2-d form of window params: each tuple of one entry gets a leading ``fill`` entry
-    (``geometry2d((k,), (s,)) -> ((1, k), (1, s))``)."""
+    """The 2-d form of window params: each tuple of one entry gets a leading 1 (a window
+    one row high).
+
+    >>> geometry2d((3,), (2, 2))
+    ((1, 3), (2, 2))
+    """
     return tuple(tuple(p) if len(p) == 2 else (1,) + tuple(p) for p in params)
 
 
@@ -55,9 +62,11 @@ def geometry2d(*params):
 # The winner of a window is PyTorch's: an offset wins when its value is greater than the
 # running max or NaN, so a tie keeps the first offset in row-major order and the last NaN
 # of a window wins.
-def _pool_scatter(g, x, kh, kw, sh, sw, dh, dw):
-    nb, oh, ow = g.shape
-    dx = np.zeros(x.shape, g.dtype)
+def _pool_route(a, x, kh, kw, sh, sw, dh, dw, oh, ow, scatter):
+    """``a`` ``(B, oh, ow)`` added into zeros like ``x`` at each window's winner (the max
+    pool's vjp) or, ``scatter`` False, ``a`` like ``x`` read at the winners (its vjp)."""
+    nb = x.shape[0]
+    out = np.zeros(x.shape if scatter else (nb, oh, ow), a.dtype)
     for b in range(nb):
         for i in range(oh):
             for j in range(ow):
@@ -73,30 +82,11 @@ def _pool_scatter(g, x, kh, kw, sh, sw, dh, dw):
                             best = v
                             br = r0 + p * dh
                             bc = c0 + q * dw
-                dx[b, br, bc] += g[b, i, j]
-    return dx
-
-
-def _pool_gather(u, x, kh, kw, sh, sw, dh, dw, oh, ow):
-    nb = u.shape[0]
-    res = np.empty((nb, oh, ow), u.dtype)
-    for b in range(nb):
-        for i in range(oh):
-            for j in range(ow):
-                r0 = i * sh
-                c0 = j * sw
-                best = x[b, r0, c0]
-                br = r0
-                bc = c0
-                for p in range(kh):
-                    for q in range(kw):
-                        v = x[b, r0 + p * dh, c0 + q * dw]
-                        if v > best or v != v:
-                            best = v
-                            br = r0 + p * dh
-                            bc = c0 + q * dw
-                res[b, i, j] = u[b, br, bc]
-    return res
+                if scatter:
+                    out[b, br, bc] += a[b, i, j]
+                else:
+                    out[b, i, j] = a[b, br, bc]
+    return out
 
 
 # ------------------------------------------------------------------ convolution windows
