@@ -21,7 +21,7 @@ recorded (``create_graph``), the same products in numgrad ops, so every order of
 follows. ``@ng.jit`` runs them as NumPy steps between its kernels, as it ran ``im2col``
 and ``col2im`` (LeNet's ``jit(value_and_grad)`` step 1.2x -> 1.0x torch eager); under
 ``vmap``, forward mode or on a device the caller takes the composite instead
-(``nn.functional_conv._conv_primitive`` says when).
+(``nn.functional_conv._cpu_primitive`` says when).
 """
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def conv(x, weight, bias, stride, padding, dilation, groups):
     """The convolution of ``x`` ``(N, C, *spatial)`` with ``weight`` (padding ``padding``
     per spatial dim on both sides) as two primitives; ``bias`` may be None. The caller has
     checked the arguments and that the kernels may run
-    (``nn.functional_conv._conv_primitive``).
+    (``nn.functional_conv._cpu_primitive``).
 
     >>> conv(ng.ones(1, 1, 3), ng.ones(1, 1, 2), None, (1,), (0,), (1,), 1)
     tensor([[[2., 2.]]])

@@ -1,7 +1,7 @@
 """ops.window_kernels' Numba loops against torch, on the geometry they index by hand: max
 pooling's gradient (scatter) and second order (gather) in 1-d and 2-d with stride, dilation,
 padding and ceil_mode, ties included; the convolution's input gradient (the windows'
-adjoint) in 1-d and 2-d with stride, dilation and padding."""
+adjoint) in 1-d and 2-d with stride, dilation and padding; the pool primitive under @ng.jit."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import numgrad as ng
+from numgrad.nn import functional as F
 
 RNG = np.random.default_rng(0)
 
@@ -77,3 +78,26 @@ def test_conv1d_input_gradient_matches_torch():
     def fn(F_, x, w, b):
         return F_.conv1d(x, w, b, stride=2, padding=2, dilation=2)
     _check(fn, [(2, 3, 9), (4, 3, 3), (4,)], np.float32, tol=1e-5)
+
+
+@ng.jit
+def _pooled_loss(x):
+    return (F.max_pool2d(x * x, 2, 1, padding=1) ** 2).sum() + F.max_pool1d(x.flatten(2), 3,
+                                                                              2).sum()
+
+
+def test_jit_runs_the_pool_primitive_and_agrees_with_torch_on_ties_and_nan():
+    x = RNG.integers(-2, 3, (2, 2, 3, 4)).astype(np.float32)
+    x[0, 0, 1, 1] = np.nan
+    tx, nx = torch.tensor(x, requires_grad=True), ng.tensor(x, requires_grad=True)
+    TF = torch.nn.functional
+    want = ((TF.max_pool2d(tx * tx, 2, 1, padding=1) ** 2).sum()
+            + TF.max_pool1d(tx.flatten(2), 3, 2).sum())
+    want.backward()
+    got = _pooled_loss(nx)
+    got.backward()
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(nx.grad.numpy(), tx.grad.numpy(), rtol=1e-6, equal_nan=True)
+    # the plan runs the primitive and its Numba gradient, not the compare chain
+    prims = {e.prim.name for e in _pooled_loss.trace(nx).eqns}
+    assert {"max_pool", "max_pool_scatter"} <= prims and "gt" not in prims
