@@ -11,7 +11,7 @@ fight), for 2-d windows; 1-d windows run as 2-d ones one row high (``as3d``,
 dtype (``cache=True``: a new process loads the machine code from disk).
 
 LeNet-5's step, one thread (``python -m bench.lenet``'s shapes; CPU-time medians of 60
-interleaved calls of the impls, loaded machine): the two pools' gradients 3.6 -> 1.3 ms,
+interleaved calls of the impls, loaded machine): the two pools' gradients 3.5 -> 0.9 ms,
 the second layer's windows' adjoint 1.0 -> 0.5 ms. The window copy itself stays NumPy's
 strided copy: a Numba loop writing the same layout measured 2.5x slower (1.0 against
 0.41 ms on the first layer).
@@ -33,7 +33,11 @@ def kernel(name):
     fn = _compiled.get(name)
     if fn is None:
         import numba
-        fn = _compiled[name] = numba.njit(cache=True, nogil=True)(globals()["_" + name])
+        g = globals()
+        if not isinstance(g["_winner"], numba.core.dispatcher.Dispatcher):
+            # the loops read this global when they compile: the helper, compiled inline
+            g["_winner"] = numba.njit(inline="always", nogil=True)(g["_winner"])
+        fn = _compiled[name] = numba.njit(cache=True, nogil=True)(g["_" + name])
     return fn
 
 
@@ -63,6 +67,25 @@ def geometry2d(*params):
 # The winner of a window is PyTorch's: an offset wins when its value is greater than the
 # running max or NaN, so a tie keeps the first offset in row-major order and the last NaN
 # of a window wins.
+def _winner(x, b, r0, c0, kh, kw, dh, dw, out, clear):
+    """The row and column of ``x[b]``'s winner in the window at ``(r0, c0)``, writing 0 to
+    the window's elements in ``out[b]`` on the way where ``clear``; the loops call it
+    compiled and inlined (``kernel``)."""
+    best = x[b, r0, c0]
+    br = r0
+    bc = c0
+    for p in range(kh):
+        for q in range(kw):
+            v = x[b, r0 + p * dh, c0 + q * dw]
+            if clear:
+                out[b, r0 + p * dh, c0 + q * dw] = 0
+            if v > best or v != v:
+                best = v
+                br = r0 + p * dh
+                bc = c0 + q * dw
+    return br, bc
+
+
 def _pool_route(a, x, kh, kw, sh, sw, dh, dw, oh, ow, scatter):
     """``a`` ``(B, oh, ow)`` added into zeros like ``x`` at each window's winner (the max
     pool's vjp) or, ``scatter`` False, ``a`` like ``x`` read at the winners (its vjp)."""
@@ -71,22 +94,25 @@ def _pool_route(a, x, kh, kw, sh, sw, dh, dw, oh, ow, scatter):
     for b in range(nb):
         for i in range(oh):
             for j in range(ow):
-                r0 = i * sh
-                c0 = j * sw
-                best = x[b, r0, c0]
-                br = r0
-                bc = c0
-                for p in range(kh):
-                    for q in range(kw):
-                        v = x[b, r0 + p * dh, c0 + q * dw]
-                        if v > best or v != v:
-                            best = v
-                            br = r0 + p * dh
-                            bc = c0 + q * dw
+                br, bc = _winner(x, b, i * sh, j * sw, kh, kw, dh, dw, out, False)
                 if scatter:
                     out[b, br, bc] += a[b, i, j]
                 else:
                     out[b, i, j] = a[b, br, bc]
+    return out
+
+
+def _pool_scatter_tiled(a, x, kh, kw):
+    """``_pool_route``'s scatter where the windows tile ``x`` (stride = kernel, no dilation,
+    no remainder: LeNet's 2x2 pools): each element written once, no zeros first and no
+    adds (0.97 -> 0.65 ms CPU on LeNet's first pool)."""
+    nb, oh, ow = a.shape
+    out = np.empty(x.shape, a.dtype)
+    for b in range(nb):
+        for i in range(oh):
+            for j in range(ow):
+                br, bc = _winner(x, b, i * kh, j * kw, kh, kw, 1, 1, out, True)
+                out[b, br, bc] = a[b, i, j]
     return out
 
 

@@ -45,6 +45,7 @@ def _check(fn, shapes, dtype, order2=False, tol=1e-6, ties=False):
 POOLS = [  # (shape, kernel, stride, padding, dilation, ceil_mode)
     ((2, 3, 7, 6), 3, (2, 1), 1, (1, 2), False),
     ((1, 2, 6, 7), (2, 3), 2, (1, 0), 1, True),
+    ((2, 3, 6, 8), 2, None, 0, 1, False),  # windows that tile the input (LeNet's pools)
 ]
 
 
@@ -57,11 +58,15 @@ def test_max_pool2d_gradients_and_second_order_match_torch(shape, kernel, stride
     _check(fn, [shape], np.float32, ties=True)
 
 
-def test_max_pool1d_gradients_and_second_order_match_torch():
+@pytest.mark.parametrize("length,kernel,stride,padding,dilation", [(11, 3, 2, 1, 2),
+                                                                    (12, 3, 3, 0, 1)])
+def test_max_pool1d_gradients_and_second_order_match_torch(length, kernel, stride, padding,
+                                                           dilation):
     def fn(F_, x):
-        return F_.max_pool1d(x, 3, 2, padding=1, dilation=2, ceil_mode=True)
-    _check(fn, [(2, 3, 11)], np.float32, order2=True)
-    _check(fn, [(2, 3, 11)], np.float32, ties=True)
+        return F_.max_pool1d(x, kernel, stride, padding=padding, dilation=dilation,
+                             ceil_mode=True)
+    _check(fn, [(2, 3, length)], np.float32, order2=True)
+    _check(fn, [(2, 3, length)], np.float32, ties=True)
 
 
 @pytest.mark.parametrize("xs,ws,stride,padding,dilation", [
