@@ -368,8 +368,8 @@ def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, retur
     xp = _constant_pad(x, [(p, p + extra) for p, (_, extra) in zip(padding, geo)], -math.inf)
     out = flat = None
     # On the CPU, eagerly or traced by @ng.jit, one primitive, and one Numba pass for its
-    # gradient; on a device, under vmap or forward mode, or with indices the compare chain
-    # below. Traced, the primitive (a NumPy step and a Numba step between the kernels) took
+    # gradient; with indices, or where ``_cpu_primitive`` says no (a device, a traced vmap
+    # or forward mode), the compare chain below. Traced, the primitive (a NumPy step and a Numba step between the kernels) took
     # 3-4% less CPU time per LeNet step than the chain, which @ng.jit fuses with the ops
     # around it but whose gradient is one index_add step per kernel offset (medians of 60
     # interleaved steps; the chain had won while the gradient was NumPy passes).
