@@ -369,10 +369,11 @@ def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, retur
     out = flat = None
     # On the CPU, eagerly or traced by @ng.jit, one primitive, and one Numba pass for its
     # gradient; with indices, or where ``_cpu_primitive`` says no (a device, a traced vmap
-    # or forward mode), the compare chain below. Traced, the primitive (a NumPy step and a Numba step between the kernels) took
-    # 3-4% less CPU time per LeNet step than the chain, which @ng.jit fuses with the ops
-    # around it but whose gradient is one index_add step per kernel offset (medians of 60
-    # interleaved steps; the chain had won while the gradient was NumPy passes).
+    # or forward mode), the compare chain below. Traced, the primitive (a NumPy step and a
+    # Numba step between the kernels) took 3-4% less CPU time per LeNet step than the
+    # chain, which @ng.jit fuses with the ops around it but whose gradient is one index_add
+    # step per kernel offset (medians of 60 interleaved steps; the chain had won while the
+    # gradient was NumPy passes).
     fused = not return_indices and (type(xp._data) is np.ndarray
                                     or _cpu_primitive(xp, None, None))
     if fused:
