@@ -7,8 +7,11 @@ over the kernel's offsets, each a pass over a strided view (a scatter through ``
 per offset, a slice-add per offset). Each is one serial pass here (``parallel=False``:
 eager and ``@ng.jit`` runs call them between BLAS products, whose threads they must not
 fight), for 2-d windows; 1-d windows run as 2-d ones one row high (``as3d``,
-``geometry2d``). ``kernel(name)`` compiles a loop on first use, per
-dtype (``cache=True``: a new process loads the machine code from disk).
+``geometry2d``). ``kernel(name)`` compiles a loop on first use, per dtype, in memory:
+about 1-1.5 s once per process and dtype. Numba's own ``cache=True`` would load pickled
+machine code from the package's ``__pycache__`` (or a user-wide folder) unverified, which
+numgrad never does (its kernel cache checks owner, permissions and hashes first:
+``compiler.backends.disk_cache``), and ops sit below the compiler, so they cannot use it.
 
 LeNet-5's step, one thread (``python -m bench.lenet``'s shapes; CPU-time medians of 60
 interleaved calls of the impls, loaded machine): the two pools' gradients 3.5 -> 0.9 ms,
@@ -37,7 +40,7 @@ def kernel(name):
         if not isinstance(g["_winner"], numba.core.dispatcher.Dispatcher):
             # the loops read this global when they compile: the helper, compiled inline
             g["_winner"] = numba.njit(inline="always", nogil=True)(g["_winner"])
-        fn = _compiled[name] = numba.njit(cache=True, nogil=True)(g["_" + name])
+        fn = _compiled[name] = numba.njit(nogil=True)(g["_" + name])
     return fn
 
 
