@@ -1,0 +1,123 @@
+"""ops.diagonals: a matrix's diagonal and its inverse (``diagonal``, ``diag_embed``,
+``diag``, ``trace``).
+
+Room: ops. Two host primitives, each the other's vjp, so every order of derivative is
+these two again: ``diagonal`` reads the diagonal between ``dim1`` and ``dim2`` into a new last
+dim (a copy, not a view as PyTorch's: numgrad's views are the layout kind, one flat
+stride pattern, which a diagonal is not), ``diagonal_embed`` writes a last dim onto the
+diagonal of zeros of a given shape (PyTorch's ``diagonal_backward``; ``diag_embed`` is it
+with the shape the embedding makes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numgrad.ops.layout import _dim
+from numgrad.ops.registry import defop
+from numgrad.tensor import Tensor
+
+
+def _length(n1, n2, offset):
+    return max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+
+
+def _diagonal_shape(shape, offset, dim1, dim2):
+    rest = tuple(s for i, s in enumerate(shape) if i not in (dim1, dim2))
+    return rest + (_length(shape[dim1], shape[dim2], offset),)
+
+
+def _diagonal(x, offset, dim1, dim2):
+    return np.diagonal(x, offset, dim1, dim2).copy()
+
+
+def _embed(x, shape, offset, dim1, dim2):
+    out = np.zeros(shape, x.dtype)
+    moved = np.moveaxis(out, (dim1, dim2), (-2, -1))   # a writable view of out
+    n = x.shape[-1]
+    rows = np.arange(n) + max(-offset, 0)
+    moved[..., rows, rows + offset] = x
+    return out
+
+
+diagonal_p = defop("diagonal", inputs=("x",), params=("offset", "dim1", "dim2"),
+                   impl=_diagonal, node="DiagonalBackward0",
+                   abstract=lambda x, offset, dim1, dim2: (
+                       _diagonal_shape(x.shape, offset, dim1, dim2), x.dtype))
+diagonal_embed_p = defop("diagonal_embed", inputs=("x",),
+                         params=("shape", "offset", "dim1", "dim2"), impl=_embed,
+                         node="DiagEmbedBackward0",
+                         abstract=lambda x, shape, offset, dim1, dim2: (shape, x.dtype))
+diagonal_p.defvjp(lambda g, x_shape, offset, dim1, dim2: diagonal_embed_p(
+    g, shape=tuple(x_shape), offset=offset, dim1=dim1, dim2=dim2))
+diagonal_embed_p.defvjp(lambda g, offset, dim1, dim2: diagonal_p(
+    g, offset=offset, dim1=dim1, dim2=dim2))
+
+
+def _check(input, fn):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+
+
+def _pair(dim1, dim2, ndim):
+    d1, d2 = _dim(dim1, ndim), _dim(dim2, ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return d1, d2
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal ``offset`` above the main one of the matrices spanned by ``dim1`` and
+    ``dim2``, as a new last dim (``torch.diagonal``; a copy, where PyTorch's is a view).
+
+    >>> ng.diagonal(ng.tensor([[1., 2.], [3., 4.]]))
+    tensor([1., 4.])
+    """
+    _check(input, "diagonal")
+    d1, d2 = _pair(dim1, dim2, input.ndim)
+    return diagonal_p(input, offset=int(offset), dim1=d1, dim2=d2)
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Matrices (over ``dim1``, ``dim2`` of the result) whose ``offset`` diagonal holds the
+    last dim of ``input``, zeros elsewhere (``torch.diag_embed``).
+
+    >>> ng.diag_embed(ng.tensor([1., 2.]))
+    tensor([[1., 0.],
+            [0., 2.]])
+    """
+    _check(input, "diag_embed")
+    ndim = input.ndim + 1
+    d1, d2 = _pair(dim1, dim2, ndim)
+    n = input.shape[-1] + abs(int(offset)) if input.ndim else 1 + abs(int(offset))
+    rest = iter(input.shape[:-1])
+    shape = tuple(n if i in (d1, d2) else next(rest) for i in range(ndim))
+    x = input if input.ndim else input.reshape(1)
+    return diagonal_embed_p(x, shape=shape, offset=int(offset), dim1=d1, dim2=d2)
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """A vector's square diagonal matrix, or a matrix's diagonal ``diagonal`` above the
+    main one (``torch.diag``).
+
+    >>> ng.diag(ng.tensor([1., 2.])).shape
+    torch.Size([2, 2])
+    """
+    _check(input, "diag")
+    if input.ndim == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if input.ndim == 2:
+        return diagonal_p(input, offset=int(diagonal), dim1=0, dim2=1)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+def trace(input: Tensor) -> Tensor:
+    """The sum of a matrix's main diagonal (``torch.trace``).
+
+    >>> ng.trace(ng.tensor([[1., 2.], [3., 4.]]))
+    tensor(5.)
+    """
+    _check(input, "trace")
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return diagonal_p(input, offset=0, dim1=0, dim2=1).sum()
