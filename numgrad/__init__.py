@@ -41,6 +41,11 @@ from numgrad.ops.masked import masked_select, nonzero, argwhere, unique
 from numgrad.ops.small_math import (isfinite, isnan, isinf, floor, ceil, trunc, frac, square,
                                     reciprocal, rsqrt, lerp, addcmul, addcdiv, dot, outer,
                                     numel, is_tensor, detach)
+from numgrad.ops.diagonals import diagonal, diag_embed, diag, trace
+from numgrad.ops.matrices import (det, slogdet, logdet, inverse, pinverse, matrix_power,
+                                  cholesky_top as cholesky, svd_top as svd,
+                                  cross_top as cross)
+from numgrad import linalg
 from numgrad.ops import keywords as _keywords
 _keywords.install(globals())  # out= and axis= on the public functions, as PyTorch's take them
 
