@@ -70,7 +70,8 @@ def inverse(input: Tensor) -> Tensor:
 def inv_ex(A: Tensor, *, check_errors: bool = False):
     """``(inverse, info)`` (``torch.linalg.inv_ex``): ``info`` (int32, one per matrix) is
     LAPACK's, 0 for an invertible matrix, else the (1-based) first zero pivot of its LU, where
-    ``inverse`` holds no meaningful values; ``check_errors=True`` raises ``LinAlgError`` there.
+    ``inverse`` holds the identity (PyTorch's holds whatever LAPACK left);
+    ``check_errors=True`` raises ``LinAlgError`` there. Eager only (it reads the values).
 
     >>> ng.linalg.inv_ex(ng.tensor([[2.]])).info
     tensor(0, dtype=torch.int32)
@@ -81,12 +82,10 @@ def inv_ex(A: Tensor, *, check_errors: bool = False):
     info = np.array([D._zero_pivot(m) or 0 for m in flat], np.int32).reshape(a.shape[:-2])
     if check_errors or not info.any():
         return linalg_inv_ex(D.inv_p(A), Tensor._make(info))
-    # The singular matrices' inverses are meaningless: inverted as if the zero pivot were 1.
-    from numgrad.ops.composites import masked_fill
-    bad = Tensor._make(info[..., None, None] != 0)
+    # The singular matrices' inverses are meaningless: those of the identity stand in.
+    bad = Tensor._make(info[..., None, None] != 0).to(A.dtype)
     eye = D._embed(D._diag(A) * 0 + 1)
-    return linalg_inv_ex(D.inv_p(A * (1 - bad.to(A.dtype)) + masked_fill(eye * 0, bad, 1.0)),
-                         Tensor._make(info))
+    return linalg_inv_ex(D.inv_p(A * (1 - bad) + eye * bad), Tensor._make(info))
 
 
 def det(A: Tensor) -> Tensor:
