@@ -60,7 +60,9 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if isinstance(dim, int):
+        raise TypeError("linalg_matrix_norm(): argument 'dim' must be tuple of ints, not int")
+    dims = tuple(dim)
     if len(dims) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
                            f"{' '.join(str(d) for d in dims)}")

@@ -1,0 +1,156 @@
+"""numgrad.linalg's norms and products, the diagonal rows and torch's top-level linear
+algebra names (functions and Tensor methods), against torch: values, gradients, errors."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import numgrad as ng
+import numgrad.linalg as LA
+
+TL = torch.linalg
+RNG = np.random.default_rng(3)
+M = RNG.standard_normal((2, 3, 4))
+SQ = RNG.standard_normal((3, 3)) + 3 * np.eye(3)
+V = RNG.standard_normal((2, 3))
+
+
+def _check(fn_ng, fn_torch, *arrays):
+    xs = [ng.tensor(a, requires_grad=True) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, ref = fn_ng(*xs), fn_torch(*ts)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), atol=1e-10)
+    (out * out).sum().backward()
+    (ref * ref).sum().backward()
+    for x, t in zip(xs, ts):
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), atol=1e-8)
+
+
+ORDS = ["fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf]
+
+
+@pytest.mark.parametrize("ord", ORDS)
+@pytest.mark.parametrize("dim, keepdim", [((-2, -1), False), ((2, 0), True)])
+def test_matrix_norm(ord, dim, keepdim):
+    _check(lambda a: LA.matrix_norm(a, ord, dim, keepdim),
+           lambda a: TL.matrix_norm(a, ord, dim, keepdim), M)
+
+
+@pytest.mark.parametrize("ord", [2, 1, 3.5, math.inf, -math.inf])
+@pytest.mark.parametrize("dim", [None, 1, (0, 2)])
+def test_vector_norm(ord, dim):
+    _check(lambda a: LA.vector_norm(a, ord, dim), lambda a: TL.vector_norm(a, ord, dim), M)
+
+
+def test_vector_norm_zero_counts_nonzeros():
+    a = np.array([[0.0, 1.5], [-2.0, 0.0]])
+    assert (LA.vector_norm(ng.tensor(a), 0, dim=1).tolist()
+            == TL.vector_norm(torch.tensor(a), 0, dim=1).tolist())
+
+
+@pytest.mark.parametrize("args", [dict(), dict(ord=2), dict(ord="nuc"), dict(dim=1),
+                                  dict(ord=1, dim=(0, 1), keepdim=True)])
+def test_norm_picks_vector_or_matrix(args):
+    _check(lambda a: LA.norm(a, **args), lambda a: TL.norm(a, **args), M[0])
+
+
+def test_vector_norm_zero_gradient_and_dtype():
+    x = ng.zeros(3, requires_grad=True)
+    LA.vector_norm(x).backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+    assert LA.vector_norm(ng.ones(2), dtype=ng.float64).dtype is ng.float64
+
+
+def test_products():
+    _check(lambda a, b, c: LA.multi_dot([a, b, c]), lambda a, b, c: TL.multi_dot([a, b, c]),
+           V[0], M[0], M[1, 0])
+    _check(lambda a, b: LA.multi_dot([a, b]), lambda a, b: TL.multi_dot([a, b]), M[0].T, V.T)
+    _check(lambda a, b: LA.vecdot(a, b, dim=0), lambda a, b: TL.vecdot(a, b, dim=0), V, V[::-1].copy())
+    _check(lambda a, b: LA.cross(a, b), lambda a, b: TL.cross(a, b), V, V[::-1].copy())
+    _check(lambda a, b: LA.cross(a, b, dim=0), lambda a, b: TL.cross(a, b, dim=0), SQ, SQ.T)
+    _check(lambda a, b: LA.matmul(a, b), lambda a, b: TL.matmul(a, b), M, M[0].T)
+
+
+def test_diagonals():
+    _check(lambda a: LA.diagonal(a, offset=1), lambda a: TL.diagonal(a, offset=1), M)
+    _check(lambda a: ng.diagonal(a, -1, 2, 0), lambda a: torch.diagonal(a, -1, 2, 0), M)
+    _check(lambda a: ng.diag_embed(a, 1, 0, 2), lambda a: torch.diag_embed(a, 1, 0, 2), V)
+    _check(lambda a: ng.diag(a, -1), lambda a: torch.diag(a, -1), V[0])
+    _check(lambda a: ng.diag(a, 2), lambda a: torch.diag(a, 2), M[0])
+    _check(lambda a: ng.trace(a), lambda a: torch.trace(a), M[0])
+    x = ng.tensor(M[0], requires_grad=True)  # every order is these two rows again
+    assert ng.autograd.gradcheck(lambda a: ng.diag_embed(ng.diagonal(a, 1) ** 2), (x,))
+    assert ng.autograd.gradgradcheck(lambda a: ng.diag_embed(ng.diagonal(a, 1) ** 2), (x,))
+
+
+@pytest.mark.parametrize("name, args", [
+    ("det", ()), ("logdet", ()), ("inverse", ()), ("pinverse", ()), ("matrix_power", (2,)),
+    ("trace", ()), ("diag", ()), ("diagonal", ()), ("diag_embed", ())])
+def test_top_level_functions_and_methods(name, args):
+    a = SQ @ SQ.T
+    _check(lambda x: getattr(ng, name)(x, *args), lambda t: getattr(torch, name)(t, *args), a)
+    _check(lambda x: getattr(x, name)(*args), lambda t: getattr(t, name)(*args), a)
+
+
+def test_top_level_svd_slogdet_cholesky():
+    a = RNG.standard_normal((4, 3))
+    for some in (True, False):
+        U, S, V = ng.svd(ng.tensor(a), some=some)
+        ref = torch.svd(torch.tensor(a), some=some)
+        assert [tuple(p.shape) for p in (U, S, V)] == [tuple(p.shape) for p in ref]
+        k = S.shape[0]
+        np.testing.assert_allclose(((U[:, :k] * S) @ V[:, :k].mT).numpy(), a, atol=1e-12)
+    zero = ng.tensor(a).svd(compute_uv=False)
+    assert zero.U.abs().sum().item() == 0 and zero.V.shape == (3, 3)
+    spd = a.T @ a + np.eye(3)
+    _check(lambda x: ng.cholesky(x, True), lambda t: torch.cholesky(t, True), spd)
+    _check(lambda x: x.cholesky(), lambda t: t.cholesky(), spd)
+    _check(lambda x: ng.slogdet(x)[1], lambda t: torch.slogdet(t)[1], SQ)
+    _check(lambda x: x.slogdet().logabsdet, lambda t: t.slogdet().logabsdet, SQ)
+    assert math.isnan(ng.logdet(ng.tensor([[-1.0]])).item())
+    assert ng.logdet(ng.zeros(2, 2)).item() == -math.inf
+
+
+def test_torch_cross_default_dim_warns():
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    with pytest.warns(UserWarning, match="without specifying the dim"):
+        got = ng.cross(ng.tensor(a), ng.tensor(b))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = torch.cross(torch.tensor(a), torch.tensor(b))
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+    np.testing.assert_allclose(ng.tensor(a).cross(ng.tensor(b), dim=0).numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("fn, arrays", [
+    (lambda m, a: m.linalg.matrix_norm(a), [np.ones(3)]),
+    (lambda m, a: m.linalg.matrix_norm(a, ord=3), [np.ones((3, 3))]),
+    (lambda m, a: m.linalg.matrix_norm(a, dim=(0, 1, 2)), [np.ones((3, 3))]),
+    (lambda m, a: m.linalg.matrix_norm(a, dim=(0, 0)), [np.ones((3, 3))]),
+    (lambda m, a: m.linalg.vector_norm(a), [np.ones(3, np.int64)]),
+    (lambda m, a: m.linalg.vector_norm(a, ord="fro"), [np.ones(3)]),
+    (lambda m, a: m.linalg.norm(a, ord=2), [np.ones((3, 3, 3))]),
+    (lambda m, a: m.linalg.cross(a, a[:2]), [np.ones(3)]),
+    (lambda m, a: m.linalg.cross(a, a[None]), [np.ones(3)]),
+    (lambda m, a: m.linalg.cross(a, a.double()), [np.ones(3, np.float32)]),
+    (lambda m, a: m.cross(a, a), [np.ones((4, 4))]),
+    (lambda m, a: m.linalg.multi_dot([a]), [np.ones((3, 3))]),
+    (lambda m, a: m.linalg.multi_dot([a, a[None]]), [np.ones((3, 3))]),
+    (lambda m, a: m.linalg.multi_dot([a, a[:2]]), [np.ones((3, 3))]),
+    (lambda m, a: m.diagonal(a, 0, 1, 1), [np.ones((3, 3))]),
+    (lambda m, a: m.diagonal(a, 0, 1, 2), [np.ones((3, 3))]),
+    (lambda m, a: m.trace(a), [np.ones((2, 2, 2))]),
+    (lambda m, a: m.diag(a), [np.ones((2, 2, 2))]),
+])
+def test_errors_match_torch(fn, arrays):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(Exception) as want:
+            fn(torch, *[torch.tensor(a) for a in arrays])
+        with pytest.raises(type(want.value)) as got:
+            fn(ng, *[ng.tensor(a) for a in arrays])
+    assert str(got.value) == str(want.value)
