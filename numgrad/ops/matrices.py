@@ -124,6 +124,17 @@ def logdet(input: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------- solving
+def _check_system(A, B, left, fn):
+    """A (batch of) system(s) ``A X = B`` (``X A = B``) PyTorch would solve: sizes that fit,
+    batch dims that broadcast."""
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{fn}: Incompatible shapes of A and B for the equation {eq} "
+                           f"({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
+    broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+
+
 def _same_dtype(A, B, fn):
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{fn}: Expected A and B to have the same dtype, but found A of type "
@@ -147,12 +158,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     b = B.unsqueeze(-1) if vector else B
     if not vector and B.ndim < 2:
         raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
-    n = A.shape[-1]
-    if (b.shape[-2] if left else b.shape[-1]) != n:
-        eq = "AX = B" if left else "XA = B"
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
-                           f"{eq} ({n}x{n} and {b.shape[-2]}x{b.shape[-1]})")
-    broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2]))
+    _check_system(A, b, left, "linalg.solve")
     x = D.solve_p(A, b) if left else mT(D.solve_p(mT(A), mT(b)))
     return x.squeeze(-1) if vector else x
 
@@ -171,12 +177,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
     check_matrix(A, "linalg.solve_triangular")
     check_matrix(B, "linalg.solve_triangular", square=False, name="B")
     _same_dtype(A, B, "linalg.solve_triangular")
-    n = A.shape[-1]
-    if (B.shape[-2] if left else B.shape[-1]) != n:
-        eq = "AX = B" if left else "XA = B"
-        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
-                           f"equation {eq} ({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
-    broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+    _check_system(A, B, left, "linalg.solve_triangular")
     return D.solve_triangular_p(A, B, upper=bool(upper), left=bool(left),
                                 unitriangular=bool(unitriangular))
 
