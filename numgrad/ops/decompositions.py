@@ -165,7 +165,30 @@ def _det_abstract(A):
 
 det_p = defop("linalg_det", inputs=("A",), impl=lambda a: np.asarray(np.linalg.det(a)),
               abstract=_det_abstract, node="LinalgDetBackward0")
-det_p.defvjp(lambda g, A, out: reshape(g * out, tuple(out.shape) + (1, 1)) * mT(inv_p(A)))
+
+
+def _det_vjp(g, A, out):
+    # The cofactor matrix, g * det(A) A^-T where det(A) != 0, and where it is 0 (PyTorch's
+    # singular case) from an SVD: sign * U diag(prod of the other singular values) Vh. Each
+    # branch runs on a stand-in where the other is taken (the identity; distinct singular
+    # values), so neither raises nor makes NaN in a second order.
+    from numgrad.ops.composites import cumsum
+    from numgrad.ops.cumulative import prod_p
+    from numgrad.ops.elementwise import where
+    singular = reshape(out == 0, tuple(out.shape) + (1, 1))
+    ones = _diag(A).detach() * 0 + 1
+    regular = reshape(g * out, tuple(out.shape) + (1, 1)) * mT(
+        inv_p(where(singular, _embed(ones), A)))
+    steps = cumsum(ones, -1)                   # 1, 2, ... n (on A's device)
+    u, s, vh = unpack(svd_p(where(singular, A, _embed(ones * steps)), full_matrices=False),
+                      tuple(A.shape[:-2]), *svd_shapes(A.shape, False))
+    others = s.unsqueeze(-2) * (1 - _embed(ones)) + _embed(ones)
+    sign = reshape(det_p(u) * det_p(vh) * g, tuple(out.shape) + (1, 1))
+    cof = matmul_p(u * prod_p(others, dim=(others.ndim - 1,), keepdim=False).unsqueeze(-2), vh)
+    return where(singular, sign * cof, regular)
+
+
+det_p.defvjp(_det_vjp)
 
 
 def _slogdet(a):

@@ -225,3 +225,19 @@ def test_matrix_rank_and_inv_ex():
     np.testing.assert_allclose(inv[0].numpy(), np.eye(3))
     with pytest.raises(LA.LinAlgError):
         LA.inv_ex(ng.tensor(a), check_errors=True)
+
+
+@pytest.mark.parametrize("a, order", [
+    (SINGULAR, 2), (np.stack([SINGULAR, 2 * np.eye(3)]), 2), (np.eye(3), 2),
+    (np.zeros((3, 3)), 1), (np.diag([1.0, 0.0, 0.0]), 1)])
+def test_det_gradient_of_singular_matrices_matches_torch(a, order):
+    # PyTorch's cofactor matrix where det(A) == 0 (from an SVD), not an error or NaN; the
+    # second order too where the rank is n - 1 (below that an SVD's repeated zeros give NaN).
+    x, t = ng.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    gx, = ng.autograd.grad(LA.det(x).sum(), x, create_graph=True)
+    gt, = torch.autograd.grad(TL.det(t).sum(), t, create_graph=True)
+    np.testing.assert_allclose(gx.detach().numpy(), gt.detach().numpy(), atol=1e-12)
+    if order == 2:
+        (gx ** 2).sum().backward()
+        (gt ** 2).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), atol=1e-10)
