@@ -353,6 +353,19 @@ qr_p = defop("linalg_qr", inputs=("A",), params=("mode",), impl=_qr, abstract=_q
 qr_p.defvjp(_qr_vjp)
 
 
+def _nonzero(t):
+    from numgrad.ops.elementwise import where
+    return where(t == 0, 1.0, t)
+
+
+def _gaps(w):
+    """``E_ij = w_j - w_i``, 1 where it is 0 (the diagonal, repeated values): what it divides
+    is 0 there when the eigen/singular vectors are unused (``eigvalsh``, ``svdvals``), so the
+    gradient is PyTorch's, not NaN, at repeated values. (Where the vectors are used, PyTorch's
+    is inf/NaN there: the gradient does not exist.)"""
+    return _nonzero(w.unsqueeze(-2) - w.unsqueeze(-1))
+
+
 # ------------------------------------------------------------------- symmetric eigenproblem
 def _eigh(a, UPLO):
     w, v = np.linalg.eigh(a, UPLO=UPLO)
@@ -366,9 +379,7 @@ def _eigh_vjp(g, A_shape, out):
     w, v = unpack(out, batch, (n,), (n, n))
     gw, gv = unpack(g, batch, (n,), (n, n))
     vg = matmul_p(mT(v), gv)
-    e = w.unsqueeze(-2) - w.unsqueeze(-1)
-    e = e + _embed(w * 0 + 1)                  # (the diagonal is masked out below)
-    off = 0.5 * (vg - mT(vg)) / e
+    off = 0.5 * (vg - mT(vg)) / _gaps(w)
     inner = off - _embed(_diag(off)) + _embed(gw)
     return matmul_p(matmul_p(v, inner), mT(v))
 
@@ -410,17 +421,15 @@ def _svd_vjp(g, A_shape, out, full_matrices):
     v, gv = mT(vh), mT(gvh)
     utgu = matmul_p(mT(u), gu)
     vtgv = matmul_p(mT(v), gv)
-    s2 = s * s
-    e = s2.unsqueeze(-2) - s2.unsqueeze(-1)
-    e = e + _embed(s * 0 + 1)
-    inner = ((utgu - mT(utgu)) * s.unsqueeze(-2) + s.unsqueeze(-1) * (vtgv - mT(vtgv))) / e
+    inner = ((utgu - mT(utgu)) * s.unsqueeze(-2) + s.unsqueeze(-1) * (vtgv - mT(vtgv))
+             ) / _gaps(s * s)
     inner = inner - _embed(_diag(inner)) + _embed(gs)
     if m > n:
-        gus = gu / s.unsqueeze(-2)
+        gus = gu / _nonzero(s).unsqueeze(-2)
         left = matmul_p(u, inner) + gus - matmul_p(u, matmul_p(mT(u), gus))
         return matmul_p(left, vh)
     if n > m:
-        gvs = gv / s.unsqueeze(-2)
+        gvs = gv / _nonzero(s).unsqueeze(-2)
         right = matmul_p(inner, vh) + mT(gvs) - matmul_p(matmul_p(mT(gvs), v), vh)
         return matmul_p(u, right)
     return matmul_p(matmul_p(u, inner), vh)

@@ -241,3 +241,17 @@ def test_det_gradient_of_singular_matrices_matches_torch(a, order):
         (gx ** 2).sum().backward()
         (gt ** 2).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), atol=1e-10)
+
+
+ORTHOGONAL = np.linalg.qr(RNG.standard_normal((3, 3)))[0]
+
+
+@pytest.mark.parametrize("a", [np.eye(3), ORTHOGONAL, np.diag([2.0, 2.0, 1.0]), np.ones((4, 2))])
+@pytest.mark.parametrize("fn", [
+    lambda m, a: m.svdvals(a).sum(), lambda m, a: m.matrix_norm(a, "nuc"),
+    lambda m, a: m.matrix_norm(a, 2),
+    lambda m, a: (m.eigvalsh(a @ a.mT) * a.new_tensor([1.0, 2.0, 3.0, 4.0][:a.shape[0]])).sum()])
+def test_values_only_gradients_at_repeated_values(a, fn):
+    # Only the singular/eigen values are used: PyTorch's gradient exists at repeated values
+    # (no division by their zero gaps), and so does numgrad's.
+    _check(lambda x: fn(LA, x), lambda t: fn(TL, t), a)
