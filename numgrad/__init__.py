@@ -42,8 +42,8 @@ from numgrad.ops.small_math import (isfinite, isnan, isinf, floor, ceil, trunc, 
                                     reciprocal, rsqrt, lerp, addcmul, addcdiv, dot, outer,
                                     numel, is_tensor, detach)
 from numgrad.ops.diagonals import diagonal, diag_embed, diag, trace
-from numgrad.ops.matrices import (det, slogdet, logdet, inverse, pinverse, matrix_power,
-                                  cholesky_top as cholesky, svd_top as svd,
+from numgrad.ops.matrices import (det, logdet, inverse, pinverse, matrix_power,
+                                  slogdet_top as slogdet, cholesky_top as cholesky, svd_top as svd,
                                   cross_top as cross)
 from numgrad import linalg
 from numgrad.ops import keywords as _keywords

@@ -111,6 +111,15 @@ def slogdet(A: Tensor) -> tuple:
     return linalg_slogdet(packed[..., 0], packed[..., 1])
 
 
+def slogdet_top(input: Tensor) -> tuple:
+    """``torch.slogdet``: ``linalg.slogdet`` as ``torch.return_types.slogdet``.
+
+    >>> ng.slogdet(ng.tensor([[-2.]])).sign
+    tensor(-1.)
+    """
+    return slogdet_result(*slogdet(input))
+
+
 def logdet(input: Tensor) -> Tensor:
     """The log of the determinant (``torch.logdet``): NaN for a negative one, -inf for 0.
 

@@ -335,10 +335,10 @@ _METHODS.update({n: getattr(small_math, n) for n in (
 import numgrad.ops.diagonals as diagonals  # noqa: E402  (linear algebra methods)
 import numgrad.ops.matrices as matrices  # noqa: E402
 _METHODS.update({n: getattr(diagonals, n) for n in ("diagonal", "diag_embed", "diag", "trace")})
-_METHODS.update({n: getattr(matrices, n) for n in ("det", "slogdet", "logdet", "inverse",
-                                                   "pinverse", "matrix_power")})
-_METHODS.update({"cholesky": matrices.cholesky_top, "svd": matrices.svd_top,
-                 "cross": matrices.cross_top})
+_METHODS.update({n: getattr(matrices, n) for n in ("det", "logdet", "inverse", "pinverse",
+                                                   "matrix_power")})
+_METHODS.update({n: getattr(matrices, n + "_top") for n in ("slogdet", "cholesky", "svd",
+                                                            "cross")})
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
 # first is self, so input= is not a method's keyword).
 _METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()
