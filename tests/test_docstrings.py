@@ -14,7 +14,8 @@ MODULES = ["numgrad", "numgrad.tensor", "numgrad.creation", "numgrad.autograd.en
            "numgrad.utils.checkpoint", "numgrad.ops.registry", "numgrad.ops.losses",
            "numgrad.ops.threshold", "numgrad.ops.linear"]
 MODULES += ["numgrad.linalg", "numgrad.linalg.norms", "numgrad.linalg.products",
-            "numgrad.ops.matrices", "numgrad.ops.diagonals"]
+            "numgrad.linalg.derived", "numgrad.ops.matrices", "numgrad.ops.linalg_ex",
+            "numgrad.ops.diagonals"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -38,7 +38,6 @@ linalg_eigh = _result("linalg_eigh", ["eigenvalues", "eigenvectors"])
 linalg_svd = _result("linalg_svd", ["U", "S", "Vh"])
 svd_result = _result("svd", ["U", "S", "V"])
 linalg_lstsq = _result("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
-linalg_inv_ex = _result("linalg_inv_ex", ["inverse", "info"])
 
 
 def _eps(dtype):
@@ -65,27 +64,6 @@ def inverse(input: Tensor) -> Tensor:
     tensor([[0.5000]])
     """
     return inv(input)
-
-
-def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple:
-    """``(inverse, info)`` (``torch.linalg.inv_ex``): ``info`` (int32, one per matrix) is
-    LAPACK's, 0 for an invertible matrix, else the (1-based) first zero pivot of its LU, where
-    ``inverse`` holds the identity (PyTorch's holds whatever LAPACK left);
-    ``check_errors=True`` raises ``LinAlgError`` there. Eager only (it reads the values).
-
-    >>> ng.linalg.inv_ex(ng.tensor([[2.]])).info.item()
-    0
-    """
-    check_matrix(A, "linalg.inv_ex")
-    a = np.asarray(A.detach().cpu().numpy())
-    flat = a.reshape((-1,) + a.shape[-2:])
-    info = np.array([D._zero_pivot(m) or 0 for m in flat], np.int32).reshape(a.shape[:-2])
-    if check_errors or not info.any():
-        return linalg_inv_ex(D.inv_p(A), Tensor._make(info))
-    # The singular matrices' inverses are meaningless: those of the identity stand in.
-    bad = Tensor._make(info[..., None, None] != 0).to(A.dtype)
-    eye = D._embed(D._diag(A) * 0 + 1)
-    return linalg_inv_ex(D.inv_p(A * (1 - bad) + eye * bad), Tensor._make(info))
 
 
 def det(A: Tensor) -> Tensor:

@@ -112,7 +112,8 @@ def test_top_level_svd_slogdet_cholesky():
     _check(lambda x: x.cholesky(), lambda t: t.cholesky(), spd)
     _check(lambda x: ng.slogdet(x)[1], lambda t: torch.slogdet(t)[1], SQ)
     _check(lambda x: x.slogdet().logabsdet, lambda t: t.slogdet().logabsdet, SQ)
-    assert type(ng.slogdet(ng.tensor(SQ))).__name__ == type(torch.slogdet(torch.tensor(SQ))).__name__
+    want = type(torch.slogdet(torch.tensor(SQ))).__name__
+    assert type(ng.slogdet(ng.tensor(SQ))).__name__ == want == "slogdet"
     assert math.isnan(ng.logdet(ng.tensor([[-1.0]])).item())
     assert ng.logdet(ng.zeros(2, 2)).item() == -math.inf
 
@@ -156,3 +157,52 @@ def test_errors_match_torch(fn, arrays):
         with pytest.raises(type(want.value)) as got:
             fn(ng, *[ng.tensor(a) for a in arrays])
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, 1, -1, math.inf, -math.inf, "fro", "nuc"])
+def test_cond(p):
+    a = np.stack([SQ, SQ.T @ SQ])
+    if p in (None, 2, -2):
+        _check(lambda x: LA.cond(x, p), lambda t: TL.cond(t, p), a)
+    else:  # (torch's own backward fails here: an in-place write to the inverse it saved)
+        np.testing.assert_allclose(LA.cond(ng.tensor(a), p).numpy(),
+                                   TL.cond(torch.tensor(a), p).numpy(), rtol=1e-12)
+        assert ng.autograd.gradcheck(lambda x: LA.cond(x, p), (ng.tensor(SQ, requires_grad=True),))
+    singular = LA.cond(ng.tensor([[1.0, 2.0], [2.0, 4.0]]), p).item()
+    assert singular < 1e-6 if p == -2 else singular > 1e6  # inf, or rounding's huge value
+
+
+def test_vander_tensorinv_tensorsolve():
+    _check(lambda x: LA.vander(x), lambda t: TL.vander(t), V)
+    _check(lambda x: LA.vander(x, N=4), lambda t: TL.vander(t, N=4), V[0])
+    assert LA.vander(ng.tensor([1, 2])).tolist() == TL.vander(torch.tensor([1, 2])).tolist()
+    a = RNG.standard_normal((4, 2, 2)) + 2 * np.eye(4).reshape(4, 2, 2)
+    _check(lambda x: LA.tensorinv(x, ind=1), lambda t: TL.tensorinv(t, ind=1), a)
+    b = RNG.standard_normal((2, 3, 6)) + 2 * np.eye(6).reshape(2, 3, 6)
+    _check(lambda x, y: LA.tensorsolve(x, y), lambda t, u: TL.tensorsolve(t, u), b, V)
+    _check(lambda x, y: LA.tensorsolve(x, y, dims=(0,)), lambda t, u: TL.tensorsolve(t, u, (0,)),
+           b.transpose(2, 0, 1).copy(), V.reshape(3, 2).copy())
+
+
+@pytest.mark.parametrize("fn, arrays", [
+    (lambda m, a: m.linalg.cond(a, 1), [np.ones((2, 3))]),
+    (lambda m, a: m.linalg.vander(a, N=1), [np.ones(3)]),
+    (lambda m, a: m.linalg.tensorinv(a, ind=0), [np.ones((4, 2, 2))]),
+    (lambda m, a: m.linalg.tensorinv(a, ind=1), [np.ones((4, 2, 3))]),
+    (lambda m, a: m.linalg.tensorsolve(a, a[0]), [np.ones((2, 3, 2))]),
+])
+def test_derived_errors_match_torch(fn, arrays):
+    test_errors_match_torch(fn, arrays)
+
+
+def test_ex_variants_report_failures():
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    a = np.stack([np.eye(2) * 2, singular, -np.eye(2)])
+    for name, args in (("inv_ex", ()), ("cholesky_ex", ()), ("solve_ex", (np.ones((3, 2)),))):
+        got = getattr(LA, name)(ng.tensor(a), *map(ng.tensor, args))
+        want = getattr(TL, name)(torch.tensor(a), *map(torch.tensor, args))
+        assert got.info.dtype is ng.int32
+        assert got.info.tolist() == want.info.tolist(), name
+        np.testing.assert_allclose(got[0][0].numpy(), want[0][0].numpy())  # the good one
+        with pytest.raises(LA.LinAlgError):
+            getattr(LA, name)(ng.tensor(a), *map(ng.tensor, args), check_errors=True)
