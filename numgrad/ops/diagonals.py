@@ -3,8 +3,8 @@
 
 Room: ops. Two host primitives, each the other's vjp, so every order of derivative is
 these two again: ``diagonal`` reads the diagonal between ``dim1`` and ``dim2`` into a new last
-dim (a copy, not a view as PyTorch's: numgrad's views are the layout kind, one flat
-stride pattern, which a diagonal is not), ``diagonal_embed`` writes a last dim onto the
+dim (a view, as PyTorch's: an in-place op on it writes the diagonal of its base, through
+``ops.views``), ``diagonal_embed`` writes a last dim onto the
 diagonal of zeros of a given shape (PyTorch's ``diagonal_backward``; ``diag_embed`` is it
 with the shape the embedding makes).
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import numgrad.ops.views as views
 from numgrad.ops.layout import _dim
 from numgrad.ops.registry import defop
 from numgrad.tensor import Tensor
@@ -27,7 +28,11 @@ def _diagonal_shape(shape, offset, dim1, dim2):
 
 
 def _diagonal(x, offset, dim1, dim2):
-    return np.diagonal(x, offset, dim1, dim2).copy()
+    # A writable view (np.diagonal's is read-only): in-place ops on it reach x, as in PyTorch.
+    m = np.moveaxis(x, (dim1, dim2), (-2, -1))[..., max(-offset, 0):, max(offset, 0):]
+    n = _length(x.shape[dim1], x.shape[dim2], offset)
+    return np.lib.stride_tricks.as_strided(m, m.shape[:-2] + (n,),
+                                           m.strides[:-2] + (m.strides[-2] + m.strides[-1],))
 
 
 def _embed(x, shape, offset, dim1, dim2):
@@ -40,7 +45,7 @@ def _embed(x, shape, offset, dim1, dim2):
 
 
 diagonal_p = defop("diagonal", inputs=("x",), params=("offset", "dim1", "dim2"),
-                   impl=_diagonal, node="DiagonalBackward0",
+                   impl=_diagonal, node="DiagonalBackward0", view=True,
                    abstract=lambda x, offset, dim1, dim2: (
                        _diagonal_shape(x.shape, offset, dim1, dim2), x.dtype))
 diagonal_embed_p = defop("diagonal_embed", inputs=("x",),
@@ -51,6 +56,17 @@ diagonal_p.defvjp(lambda g, x_shape, offset, dim1, dim2: diagonal_embed_p(
     g, shape=tuple(x_shape), offset=offset, dim1=dim1, dim2=dim2))
 diagonal_embed_p.defvjp(lambda g, offset, dim1, dim2: diagonal_p(
     g, offset=offset, dim1=dim1, dim2=dim2))
+
+
+def _put_diagonal(inter, new, params):
+    """``inter`` with ``new`` written on its diagonal (an in-place op on a diagonal view)."""
+    from numgrad.ops.elementwise import where
+    whole = (new == new) | (new != new)              # all True, on new's device
+    embed = dict(shape=tuple(inter.shape), **params)
+    return where(diagonal_embed_p(whole, **embed), diagonal_embed_p(new, **embed), inter)
+
+
+views.PUTS["diagonal"] = _put_diagonal
 
 
 def _check(input, fn):
@@ -68,7 +84,7 @@ def _pair(dim1, dim2, ndim):
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal ``offset`` above the main one of the matrices spanned by ``dim1`` and
-    ``dim2``, as a new last dim (``torch.diagonal``; a copy, where PyTorch's is a view).
+    ``dim2``, as a new last dim (``torch.diagonal``): a view, in-place ops on it write ``input``.
 
     >>> ng.diagonal(ng.tensor([[1., 2.], [3., 4.]]))
     tensor([1., 4.])

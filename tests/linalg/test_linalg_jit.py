@@ -51,6 +51,20 @@ def test_jit_raises_eagers_linalg_error():
     assert "(Batch element 1)" in str(eager.value)
 
 
+def write_diagonal(a):
+    b = a * 2
+    b.diagonal(0, -2, -1).add_(a.diagonal(0, -2, -1) ** 2)
+    return (b * b).sum()
+
+
+def test_jit_writes_through_a_diagonal_view():
+    want = _run(lambda x, y: write_diagonal(x) + y.sum(), A, B)
+    jitted = ng.jit(write_diagonal)
+    got = _run(lambda x, y: jitted(x) + y.sum(), A, B)
+    assert got[0] == pytest.approx(want[0], rel=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+
+
 def small(a):
     return LA.inv(a).sum() + LA.det(a) + LA.eigvalsh(a @ a.mT).sum()
 

@@ -76,6 +76,12 @@ def test_products():
     _check(lambda a, b: LA.matmul(a, b), lambda a, b: TL.matmul(a, b), M, M[0].T)
 
 
+def _write_diagonal(m, a):
+    b = a * 2
+    b.diagonal(1, 0, 2).mul_(m.diagonal(a, 1, 0, 2) ** 2)
+    return b
+
+
 def test_diagonals():
     _check(lambda a: LA.diagonal(a, offset=1), lambda a: TL.diagonal(a, offset=1), M)
     _check(lambda a: ng.diagonal(a, -1, 2, 0), lambda a: torch.diagonal(a, -1, 2, 0), M)
@@ -83,6 +89,11 @@ def test_diagonals():
     _check(lambda a: ng.diag(a, -1), lambda a: torch.diag(a, -1), V[0])
     _check(lambda a: ng.diag(a, 2), lambda a: torch.diag(a, 2), M[0])
     _check(lambda a: ng.trace(a), lambda a: torch.trace(a), M[0])
+    # a view: writes reach the base, and the gradient flows as through torch's CopySlices
+    _check(lambda a: _write_diagonal(ng, a), lambda t: _write_diagonal(torch, t), M)
+    x = ng.zeros(2, 3)
+    x.diagonal(1).fill_(5.0)
+    assert x.tolist() == [[0.0, 5.0, 0.0], [0.0, 0.0, 5.0]]
     x = ng.tensor(M[0], requires_grad=True)  # every order is these two rows again
     assert ng.autograd.gradcheck(lambda a: ng.diag_embed(ng.diagonal(a, 1) ** 2), (x,))
     assert ng.autograd.gradgradcheck(lambda a: ng.diag_embed(ng.diagonal(a, 1) ** 2), (x,))
