@@ -175,10 +175,12 @@ def _det_vjp(g, A, out):
     from numgrad.ops.composites import cumsum
     from numgrad.ops.cumulative import prod_p
     from numgrad.ops.elementwise import where
+    scale = reshape(g * out, tuple(out.shape) + (1, 1))
+    if type(out._data) is np.ndarray and out._data.all():
+        return scale * mT(inv_p(A))      # eagerly, no singular matrix: the inverse alone
     singular = reshape(out == 0, tuple(out.shape) + (1, 1))
     ones = _diag(A).detach() * 0 + 1
-    regular = reshape(g * out, tuple(out.shape) + (1, 1)) * mT(
-        inv_p(where(singular, _embed(ones), A)))
+    regular = scale * mT(inv_p(where(singular, _embed(ones), A)))
     steps = cumsum(ones, -1)                   # 1, 2, ... n (on A's device)
     u, s, vh = unpack(svd_p(where(singular, A, _embed(ones * steps)), full_matrices=False),
                       tuple(A.shape[:-2]), *svd_shapes(A.shape, False))
