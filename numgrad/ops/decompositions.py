@@ -241,11 +241,25 @@ def _substitute(a, b, upper, unitriangular):
     return x
 
 
+def _triangular_solve(a, b, upper, unitriangular):
+    # LAPACK's LU solve of the triangle (one call, where substitution is a loop over rows);
+    # substitution where it is singular, for trtrs' inf/NaN instead of an error.
+    t = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        n = a.shape[-1]
+        t = t * (1 - np.eye(n, dtype=t.dtype)) + np.eye(n, dtype=t.dtype)
+    try:
+        return np.linalg.solve(t, np.broadcast_to(b, np.broadcast_shapes(
+            t.shape[:-2], b.shape[:-2]) + b.shape[-2:]))
+    except np.linalg.LinAlgError:
+        return _substitute(a, b, upper, unitriangular)
+
+
 def _solve_triangular(a, b, upper, left, unitriangular):
     if left:
-        return _substitute(a, b, upper, unitriangular)
-    return np.swapaxes(_substitute(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), not upper,
-                                   unitriangular), -1, -2)
+        return _triangular_solve(a, b, upper, unitriangular)
+    return np.swapaxes(_triangular_solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2),
+                                         not upper, unitriangular), -1, -2)
 
 
 def _triangle(t, upper, unitriangular):

@@ -255,3 +255,13 @@ def test_values_only_gradients_at_repeated_values(a, fn):
     # Only the singular/eigen values are used: PyTorch's gradient exists at repeated values
     # (no division by their zero gaps), and so does numgrad's.
     _check(lambda x: fn(LA, x), lambda t: fn(TL, t), a)
+
+
+@pytest.mark.parametrize("a, upper", [
+    (np.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [1.0, 1.0, 3.0]]), False),
+    (np.array([[0.0, 1.0], [0.0, 1.0]]), True)])
+def test_solve_triangular_zero_diagonal_gives_torchs_inf_nan(a, upper):
+    b = np.arange(1.0, a.shape[0] + 1)[:, None]
+    got = LA.solve_triangular(ng.tensor(a), ng.tensor(b), upper=upper).numpy()
+    want = TL.solve_triangular(torch.tensor(a), torch.tensor(b), upper=upper).numpy()
+    np.testing.assert_array_equal(got, want)
