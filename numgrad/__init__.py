@@ -42,7 +42,8 @@ from numgrad.ops.small_math import (isfinite, isnan, isinf, floor, ceil, trunc, 
                                     reciprocal, rsqrt, lerp, addcmul, addcdiv, dot, outer,
                                     numel, is_tensor, detach)
 from numgrad.ops.diagonals import diagonal, diag_embed, diag, trace
-from numgrad.ops.matrices import (det, logdet, inverse, pinverse, matrix_power,
+from numgrad.ops.matrices import (det, logdet, inverse, pinverse, matrix_power, cholesky_solve,
+                                  cholesky_inverse,
                                   slogdet_top as slogdet, cholesky_top as cholesky, svd_top as svd,
                                   cross_top as cross)
 from numgrad import linalg

@@ -436,3 +436,44 @@ def cross_top(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
     return cross(input, other, dim=dim)
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """The solution X of ``A X = B`` given A's Cholesky factor ``L`` (``A = L L^T``, or
+    ``U^T U`` with ``upper=True``) (``torch.cholesky_solve``).
+
+    >>> ng.cholesky_solve(ng.tensor([[2.], [3.]]), ng.tensor([[1., 0.], [1., 1.]]))
+    tensor([[1.],
+            [1.]])
+    """
+    check_matrix(L, "cholesky_solve", name="A")
+    if not isinstance(B, Tensor):
+        raise TypeError(f"cholesky_solve(): argument 'input' must be Tensor, not "
+                        f"{type(B).__name__}")
+    if B.ndim < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {B.ndim} dimensions "
+                           "instead")
+    if B.dtype is not L.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{SCALAR_NAMES.get(B.dtype.name)} and A of type "
+                           f"{SCALAR_NAMES.get(L.dtype.name)} instead.")
+    n = L.shape[-1]
+    if B.shape[-2] != n:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {n} "
+                           f"by {n} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    # Through A itself: PyTorch's gradient for L is -(gB X^T + X gB^T) L, every entry (not
+    # only the triangle the solve reads), which is exactly the gradient through L L^T.
+    low = mT(L) if upper else L
+    return D.solve_p(matmul_p(low, mT(low)), B)
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """The inverse of ``A`` given its Cholesky factor ``L`` (``A = L L^T``, or ``U^T U`` with
+    ``upper=True``) (``torch.cholesky_inverse``).
+
+    >>> ng.cholesky_inverse(ng.tensor([[2., 0.], [1., 1.]]))
+    tensor([[ 0.5000, -0.5000],
+            [-0.5000,  1.0000]])
+    """
+    check_matrix(L, "cholesky_inverse")
+    return cholesky_solve(D._embed(D._diag(L) * 0 + 1), L, upper)

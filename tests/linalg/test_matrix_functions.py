@@ -129,6 +129,19 @@ def test_top_level_svd_slogdet_cholesky():
     assert ng.logdet(ng.zeros(2, 2)).item() == -math.inf
 
 
+def test_cholesky_solve_and_inverse():
+    low = np.linalg.cholesky(SQ @ SQ.T)
+    b = RNG.standard_normal((2, 3, 2))
+    for upper in (False, True):
+        f = low.T.copy() if upper else low
+        _check(lambda x, y: ng.cholesky_solve(x, y, upper), lambda x, y: torch.cholesky_solve(
+            x, y, upper), b, f)
+        _check(lambda y: ng.cholesky_inverse(y, upper),
+               lambda y: torch.cholesky_inverse(y, upper), f)
+    _check(lambda x, y: x.cholesky_solve(y), lambda x, y: x.cholesky_solve(y), b, low)
+    _check(lambda y: y.cholesky_inverse(), lambda y: y.cholesky_inverse(), low)
+
+
 def test_torch_cross_default_dim_warns():
     a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
     with pytest.warns(UserWarning, match="without specifying the dim"):
@@ -159,6 +172,10 @@ def test_torch_cross_default_dim_warns():
     (lambda m, a: m.diagonal(a, 0, 1, 2), [np.ones((3, 3))]),
     (lambda m, a: m.trace(a), [np.ones((2, 2, 2))]),
     (lambda m, a: m.diag(a), [np.ones((2, 2, 2))]),
+    (lambda m, a: m.cholesky_solve(a[0], a), [np.eye(2)]),
+    (lambda m, a: m.cholesky_solve(a[:1], a), [np.eye(2)]),
+    (lambda m, a: m.cholesky_solve(a.double(), a), [np.eye(2, dtype=np.float32)]),
+    (lambda m, a: m.cholesky_inverse(a), [np.ones(3)]),
 ])
 def test_errors_match_torch(fn, arrays):
     with warnings.catch_warnings():
