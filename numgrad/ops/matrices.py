@@ -357,8 +357,8 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None) -> tuple:
         rank = matrix_rank(A, rtol=rtol)
     if driver in ("gelsd", "gelss"):
         sv = svdvals(A.detach())
-    full = rank is empty or bool((rank == min(m, n)).all())
-    if m > n and driver != "gelsy" and full:
+    if m > n and driver != "gelsy" and (rank is empty or bool((rank == n).all())):
+        # (reads the ranks: eager only, as PyTorch syncs with the device for them)
         residuals = ((matmul_p(A, x) - b) ** 2).sum(-2)
         if vector:
             residuals = residuals.squeeze(-1)
