@@ -5,12 +5,14 @@ Systems, all from the same weights and data, timed in one run so the ratios are 
 numgrad eager (``nn.LSTM`` + ``.backward()``), numgrad jit (the loss under ``@ng.jit``, then
 ``.backward()``), numgrad jit v&g (``ng.jit(ng.value_and_grad(...))`` of the same loss written
 over the weights), torch eager and torch.compile. Each gradient is checked against torch eager's
-before timing. Prints a table of median step times and ratios to torch eager, and writes a
-plot::
+before timing; then the systems take turns, one step each per round. Prints a table of median
+step times and ratios to torch eager (and the fastest step's, steadier on a loaded machine), and
+writes a plot::
 
     python bench/lstm.py                     # bench/results/lstm.png, bench/results/lstm.txt
     python bench/lstm.py --rounds 50 --no-compile --out /tmp/lstm.png
     python bench/lstm.py --systems "numgrad eager" --out /tmp/lstm.png
+    python bench/lstm.py --clock cpu --out /tmp/lstm.png   # CPU time: steadier under load
 """
 from __future__ import annotations
 
@@ -108,21 +110,28 @@ def torch_systems(w, x, y, compile_too):
     return systems
 
 
-def time_step(step, rounds, warmup=3):
-    for _ in range(warmup):
-        step()
-    times = []
+def time_steps(steps, rounds, warmup=3, clock=time.perf_counter):
+    """``{name: (median, fastest)}`` seconds per step. The systems take turns, one step each
+    per round, so a load change on the shared machine falls on all of them alike."""
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    times = {name: [] for name in steps}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for name, step in steps.items():
+            t0 = clock()
+            step()
+            times[name].append(clock() - t0)
+    return {name: (statistics.median(ts), min(ts)) for name, ts in times.items()}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: this process's CPU time per step (steadier where other "
+                         "processes share the cores; one thread, so it is the step's work)")
     ap.add_argument("--out", default=os.path.join("bench", "results", "lstm.png"))
     ap.add_argument("--systems", default=None,
                     help="comma-separated names to time (torch eager always runs)")
@@ -136,7 +145,7 @@ def main(argv=None) -> int:
         keep = set(args.systems.split(",")) | {"torch eager"}
         systems = {k: v for k, v in systems.items() if k in keep}
     want = systems["torch eager"]()
-    results = {}
+    results, ok = {}, {}
     for name, step in systems.items():
         try:
             got = step()
@@ -144,18 +153,23 @@ def main(argv=None) -> int:
                       for a, b in zip(got, want))
             if err > 1e-4:
                 raise AssertionError(f"gradients differ from torch eager's (rel err {err:.1e})")
-            results[name] = time_step(step, args.rounds)
+            ok[name] = step
         except Exception as e:  # noqa: BLE001 - one system failing must not hide the rest
             results[name] = f"error: {type(e).__name__}: {str(e).splitlines()[0][:80]}"
-    base = results["torch eager"]
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    results.update(time_steps(ok, args.rounds, clock=clock))
+    results = {name: results[name] for name in systems}
+    base, base_min = results["torch eager"]
     lines = [f"LSTM step: seq {SEQ}, batch {BATCH}, input {INPUT}, hidden {HIDDEN}, float32, "
-             f"threads {info['threads']} (median of {args.rounds})",
-             f"{'system':<18}{'ms/step':>10}{'x torch eager':>15}"]
+             f"threads {info['threads']} (median of {args.rounds}, systems taking turns, "
+             f"{args.clock} clock)",
+             f"{'system':<18}{'ms/step':>10}{'x torch eager':>15}{'fastest ms':>12}{'x':>7}"]
     for name, t in results.items():
         if isinstance(t, str):
             lines.append(f"{name:<18}{t}")
         else:
-            lines.append(f"{name:<18}{t * 1e3:>10.2f}{t / base:>15.2f}")
+            lines.append(f"{name:<18}{t[0] * 1e3:>10.2f}{t[0] / base:>15.2f}"
+                         f"{t[1] * 1e3:>12.2f}{t[1] / base_min:>7.2f}")
     text = "\n".join(lines)
     print(text)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
@@ -165,7 +179,7 @@ def main(argv=None) -> int:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        ok = {k: v for k, v in results.items() if not isinstance(v, str)}
+        ok = {k: v[0] for k, v in results.items() if not isinstance(v, str)}
         fig, ax = plt.subplots(figsize=(7, 3.2))
         ax.barh(list(ok), [v * 1e3 for v in ok.values()],
                 color=["tab:orange" if k.startswith("torch") else "tab:blue" for k in ok])

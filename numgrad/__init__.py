@@ -54,6 +54,8 @@ float = float32  # noqa: A001  (PyTorch spells the default float dtype this way 
 double = float64
 long = int64
 int = int32  # noqa: A001  (torch.int is int32)
+from numgrad.dtypes import int16, int8, uint8, promote_types, result_type  # noqa: E402
+short = int16
 
 __version__ = "0.1.0"
 

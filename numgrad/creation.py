@@ -68,9 +68,22 @@ def _to_array(data, dtype=None):
     if isinstance(data, (list, tuple)) and any(isinstance(v, Tensor) for v in _flat(data)):
         data = _tensors_to_lists(data)
     try:
+        if d.np.kind in "iu" and d.np.itemsize < 8:
+            return _narrow_int_array(data, d.np)
         return np.array(data, dtype=d.np)
     except ValueError as e:
         raise ValueError(f"could not build a tensor from the given data: {e}") from None
+
+
+def _narrow_int_array(data, np_dtype):
+    """Python numbers into int32/int16/int8/uint8 as ``torch.tensor`` takes them: checked
+    against the dtype's range (a uint8 takes -255..255, wrapping negatives), where NumPy
+    raises OverflowError or wraps silently."""
+    wide = np.array(data)
+    if wide.size and wide.dtype.kind in "iuf":
+        _dt.check_range(wide.min(), wide.max(), np_dtype, c_name=False,
+                        floats=wide.dtype.kind == "f")
+    return wide.astype(np_dtype)
 
 
 def _flat(x):
@@ -151,7 +164,7 @@ def from_numpy(a: np.ndarray) -> Tensor:
     d = _dt.from_numpy_dtype(a.dtype)
     if d.np != a.dtype:
         raise TypeError(f"can't convert np.ndarray of type {a.dtype}. The only supported types "
-                        "are: float64, float32, int64, int32 and bool.")
+                        "are: float64, float32, int64, int32, int16, int8, uint8 and bool.")
     return Tensor._make(a)
 
 
@@ -197,6 +210,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
     follows the value (int64 for ints, bool for bools) unless given.
     """
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.of_scalar(fill_value)
+    fill_value = _dt.checked_scalar(fill_value, d.np)
     return _finish(np.full(_size((size,)), fill_value, d.np), requires_grad, device)
 
 

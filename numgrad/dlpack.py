@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+import numgrad.dtypes as _dt
 from numgrad.tensor import Tensor
 
 # DLPack's device type codes (``DLDeviceType`` in dlpack.h).
@@ -86,8 +87,8 @@ def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
     former). ``copy=True`` asks for a copy, ``device`` moves the result. Memory the
     producer marked read-only is copied, since numgrad's tensors are writable.
 
-    Raises TypeError for an object that is neither, or a dtype numgrad lacks (float32,
-    float64, int64, int32 and bool are its dtypes); BufferError for a device it cannot reach, or
+    Raises TypeError for an object that is neither, or a dtype numgrad lacks (float16,
+    complex, ...); BufferError for a device it cannot reach, or
     read-only memory with ``copy=False``.
 
     >>> import numpy as np
@@ -121,9 +122,9 @@ def from_dlpack(obj, *, device=None, copy=None) -> Tensor:
 
 
 def _wrap(a: np.ndarray) -> Tensor:
-    if a.dtype not in (np.float32, np.float64, np.int64, np.int32, np.bool_):
+    if a.dtype not in _dt._BY_NUMPY:
         raise TypeError(f"from_dlpack(): numgrad has no {a.dtype} dtype (its dtypes are "
-                        "float32, float64, int64, int32 and bool); convert on the producer's side "
+                        f"{_dt.NAMES_TEXT}); convert on the producer's side "
                         "first, e.g. t.double() or t.long()")
     return Tensor._make(a)
 

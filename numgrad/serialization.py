@@ -56,10 +56,11 @@ import numpy as np
 from numgrad.tensor import Tensor
 
 FORMAT, VERSION = "numgrad", 1
+# safetensors' dtype codes, little-endian as it stores them.
 _DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "I64": np.dtype("<i8"),
-           "I32": np.dtype("<i4"), "BOOL": np.dtype(np.bool_)}
-_CODE = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64", np.dtype(np.int64): "I64",
-         np.dtype(np.int32): "I32", np.dtype(np.bool_): "BOOL"}
+           "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
+           "U8": np.dtype("u1"), "BOOL": np.dtype(np.bool_)}
+_CODE = {dt.newbyteorder("="): code for code, dt in _DTYPES.items()}
 _MAX_HEADER = 1 << 28  # 256 MiB of JSON is no state_dict's header: a corrupt length
 _MAX_DIMS = 64        # PyTorch's limit on a tensor's dimensions
 MAX_INFLATION = 100   # a .npz may declare at most this many times its file's size

@@ -22,6 +22,18 @@ import pytest  # noqa: E402
 
 import numgrad as ng  # noqa: E402
 
+
+def pytest_xdist_auto_num_workers(config):
+    """How many processes ``-n auto`` (pyproject's addopts) starts: the whole suite, run with
+    no paths, gets one per core (at most 4: each holds torch, Numba and its compiled plans);
+    a chosen file or test runs in this process, where a worker's start would cost more than it
+    saves. ``--dist loadfile`` keeps each file in one worker, so the plans a file compiles
+    once at module scope stay shared by its tests."""
+    if config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+        return 0
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 # Tolerances per dtype name for value comparisons against torch.
 TOL = {
     "float32": dict(rtol=1e-4, atol=1e-5),

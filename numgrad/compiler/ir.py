@@ -28,7 +28,8 @@ import numpy as np
 from numgrad.ops.dispatch import run_impl
 from numgrad.viz.svg import html_box
 
-_SHORT = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32", "bool": "bool"}
+_SHORT = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32", "bool": "bool",
+          "int16": "i16", "int8": "i8", "uint8": "u8"}
 
 
 class Var:

@@ -89,7 +89,8 @@ from numgrad.compiler.options import Options
 from numgrad.compiler.passes.detach_copies import drop_detach_copies
 
 # Dtypes kernels handle (others run their equations on the host).
-KERNEL_DTYPES = frozenset({"float32", "float64", "int64", "int32", "bool"})
+KERNEL_DTYPES = frozenset({"float32", "float64", "int64", "int32", "int16", "int8", "uint8",
+                           "bool"})
 
 # Work (elements x op weight) per loop before a parallel loop pays: below it the thread
 # pool costs more than it saves (docs/design-notes.md, "Parallel thresholds").

@@ -22,7 +22,9 @@ from numgrad.cuda import device as cuda_device
 from numgrad.cuda import allocator
 from numgrad.device_type import device as _device
 
-_KINDS = {"float32", "float64", "int64", "int32", "bool"}
+_KINDS = {"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool"}
+# numgrad.dtypes.NAMES_TEXT (the runtime imports nothing above it)
+NAMES_TEXT = "float32, float64, int64, int32, int16, int8, uint8 and bool"
 
 
 class _Flags:
@@ -198,8 +200,7 @@ def to_device(a, device):
     if not a.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
         a = a.copy(order="C")
     if a.dtype.name not in _KINDS:
-        raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64, int32 or bool, not "
-                        f"{a.dtype}")
+        raise TypeError(f"numgrad CUDA tensors hold {NAMES_TEXT}, not {a.dtype}")
     flat = a.reshape(-1) if a.size else np.zeros(1, a.dtype)
     out = empty(a.shape, a.dtype, _device("cuda", index))
     _copy_into(out, flat)
@@ -212,8 +213,7 @@ def from_interface(obj):
     shape = tuple(cai["shape"])
     dtype = np.dtype(cai["typestr"])
     if dtype.name not in _KINDS:
-        raise TypeError(f"numgrad CUDA tensors hold float32, float64, int64, int32 or bool, "
-                        f"not {dtype}")
+        raise TypeError(f"numgrad CUDA tensors hold {NAMES_TEXT}, not {dtype}")
     strides = cai.get("strides")
     if strides is not None and tuple(strides) != c_strides(shape, dtype.itemsize):
         raise ValueError("numgrad wraps C-contiguous CUDA arrays only; make the array "

@@ -51,7 +51,7 @@ NAME_V, USED_V = b"dltensor_versioned", b"used_dltensor_versioned"
 
 # DLDataTypeCode: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLComplex 5, kDLBool 6.
 _CODES = {"int64": (0, 64), "int32": (0, 32), "float32": (2, 32), "float64": (2, 64),
-          "bool": (6, 8)}
+          "bool": (6, 8), "int16": (0, 16), "int8": (0, 8), "uint8": (1, 8)}
 _DTYPES = {(code, bits, 1): np.dtype(name) for name, (code, bits) in _CODES.items()}
 _CODE_NAMES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
 
@@ -137,7 +137,7 @@ def export(arr, index, *, versioned, stream=None, copied=False):
     code = _CODES.get(arr.dtype.name)
     if code is None:
         raise BufferError(f"numgrad cannot export a CUDA tensor of dtype {arr.dtype} through "
-                          "DLPack (float32, float64, int64, int32 and bool are its dtypes)")
+                          f"DLPack ({cuda_array.NAMES_TEXT} are its dtypes)")
     wait_for_numgrad(stream, index)
     ndim = len(arr.shape)
     shape = (ctypes.c_int64 * max(ndim, 1))(*arr.shape)
@@ -217,7 +217,7 @@ def import_capsule(obj):
         name = f"{_CODE_NAMES.get(key[0], f'code-{key[0]} ')}{key[1] if key[0] != 6 else ''}"
         raise TypeError(f"from_dlpack(): numgrad has no {name}"
                         f"{f' x{key[2]}' if key[2] != 1 else ''} dtype (its dtypes are "
-                        "float32, float64, int64, int32 and bool); convert on the producer's side "
+                        f"{cuda_array.NAMES_TEXT}); convert on the producer's side "
                         "first, e.g. t.double() or t.long()")
     shape = tuple(int(t.shape[i]) for i in range(t.ndim))
     if t.strides and not _contiguous(shape, [int(t.strides[i]) for i in range(t.ndim)]):

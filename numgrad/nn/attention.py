@@ -321,6 +321,14 @@ class TransformerEncoderLayer(Module):
         return self.norm2(x + self._ff_block(x))
 
 
+def _stack_layers(module: Module, layer: Module, num_layers: int, norm) -> None:
+    """Give an encoder or decoder ``num_layers`` deep copies of ``layer`` and its final norm
+    (torch's ``_get_clones``: the copies start equal and train apart)."""
+    module.layers = ModuleList([copy.deepcopy(layer) for _ in range(num_layers)])
+    module.num_layers = num_layers
+    module.norm = norm
+
+
 class TransformerEncoder(Module):
     """``num_layers`` deep copies of ``encoder_layer`` applied in turn, then ``norm`` if given
     (``torch.nn.TransformerEncoder``).
@@ -334,9 +342,7 @@ class TransformerEncoder(Module):
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm=None,
                  enable_nested_tensor: bool = True, mask_check: bool = True):
         super().__init__()
-        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
-        self.num_layers = num_layers
-        self.norm = norm
+        _stack_layers(self, encoder_layer, num_layers, norm)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         """``src`` through every layer (and the final norm)."""

@@ -14,6 +14,7 @@ import warnings
 import numgrad.creation as creation
 import numgrad.ops as ops
 from numgrad.ops import recurrent
+from numgrad.ops.linear import linear as linear_node
 import numgrad.nn.functional as F
 import numgrad.nn.init as init
 from numgrad.nn.layers import _param
@@ -77,12 +78,15 @@ def _lstm_layer(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse=False):
     """One direction of one LSTM layer over ``x`` (T, B, H_in) from state ``(h, c)``:
     ``(output, h_n, c_n)``. The input projection of every step is one matmul, the recurrence
     one primitive (``ops.recurrent.lstm_sequence``)."""
-    t_len, batch = x.shape[0], x.shape[1]
-    gi = ops.matmul(ops.reshape(x, (t_len * batch, x.shape[2])), ops.t(w_ih))
     bias = b_ih if b_hh is None else b_hh if b_ih is None else b_ih + b_hh
-    if bias is not None:
-        gi = gi + bias
-    gi = ops.reshape(gi, (t_len, batch, gi.shape[-1]))
+    # One addmm node eagerly (no transpose or bias-add nodes, forward or backward).
+    gi = linear_node(x, w_ih, bias)
+    if gi is None:  # traced, on a device, or a layout the node does not take
+        t_len, batch = x.shape[0], x.shape[1]
+        gi = ops.matmul(ops.reshape(x, (t_len * batch, x.shape[2])), ops.t(w_ih))
+        if bias is not None:
+            gi = gi + bias
+        gi = ops.reshape(gi, (t_len, batch, gi.shape[-1]))
     return recurrent.lstm_sequence(gi, h, c, w_hh, reverse=reverse)
 
 
@@ -193,8 +197,8 @@ class RNNBase(Module):
         batch = input.shape[1]
         num_directions = 2 if self.bidirectional else 1
         state_shape = (self.num_layers * num_directions, batch, self.hidden_size)
-        if hx is None:
-            h0 = _zeros_like_state(input, state_shape)
+        if hx is None:  # one zero state (B, H) for every layer and direction: no unbind ops
+            h0 = _zeros_like_state(input, state_shape[1:])
             c0 = h0 if lstm else None
         elif lstm:
             if batched and (hx[0].ndim != 3 or hx[1].ndim != 3):
@@ -209,8 +213,11 @@ class RNNBase(Module):
                                    f"{hx.ndim}-D tensor")
             h0, c0 = hx, None
             self._check_hidden(h0, state_shape, "hidden")
-        h_list = ops.unbind(h0, 0)
-        c_list = ops.unbind(c0, 0) if lstm else None
+        if hx is None:
+            h_list = c_list = [h0] * state_shape[0]
+        else:
+            h_list = ops.unbind(h0, 0)
+            c_list = ops.unbind(c0, 0) if lstm else None
         h_n, c_n = [], []
         # Layers pass lists of per-step tensors: stacking and slicing again between layers
         # would give every step a whole-sequence scatter in the backward pass.

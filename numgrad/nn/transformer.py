@@ -7,12 +7,10 @@ Room: nn. Parameter names, initialisation and argument order are PyTorch's, so a
 """
 from __future__ import annotations
 
-import copy
-
 import numgrad.creation as creation
 import numgrad.ops as ops
-from numgrad.nn.attention import TransformerEncoder, TransformerEncoderLayer, _build_layer
-from numgrad.nn.containers import ModuleList
+from numgrad.nn.attention import (TransformerEncoder, TransformerEncoderLayer, _build_layer,
+                                  _stack_layers)
 from numgrad.nn.init import xavier_uniform_
 from numgrad.nn.layers import LayerNorm
 from numgrad.nn.module import Module
@@ -76,9 +74,7 @@ class TransformerDecoder(Module):
 
     def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm=None):
         super().__init__()
-        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
-        self.num_layers = num_layers
-        self.norm = norm
+        _stack_layers(self, decoder_layer, num_layers, norm)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):

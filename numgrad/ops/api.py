@@ -18,6 +18,7 @@ import numgrad.ops.elementwise as _E  # noqa: F401  (their rows)
 import numgrad.ops.special as _S  # noqa: F401
 import numgrad.ops.trig as _TRIG  # noqa: F401
 import numgrad.ops.bitwise as _BITWISE  # noqa: F401
+import numgrad.ops.floor_division as _FLOOR_DIVISION  # noqa: F401
 import numgrad.ops.exposure as _exposure
 from numgrad.ops.registry import REGISTRY as _REGISTRY
 from numgrad.tensor import Tensor

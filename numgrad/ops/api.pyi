@@ -11,12 +11,12 @@ Operand = Union[Tensor, int, float, bool]
 __all__ = [
     'abs', 'acos', 'acosh', 'add', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan',
     'arctan2', 'arctanh', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and',
-    'bitwise_not', 'bitwise_or', 'bitwise_xor', 'clamp', 'clip', 'clone', 'cos', 'cosh',
-    'deg2rad', 'div', 'divide', 'eq', 'erf', 'exp', 'exp2', 'expm1', 'fmod', 'ge', 'gt',
-    'hypot', 'le', 'log', 'log10', 'log1p', 'log2', 'logical_and', 'logical_not', 'logical_or',
-    'lt', 'maximum', 'minimum', 'mul', 'multiply', 'ne', 'neg', 'pow', 'rad2deg', 'relu',
-    'remainder', 'sigmoid', 'sign', 'sin', 'sinh', 'sqrt', 'sub', 'subtract', 'tanh',
-    'true_divide', 'where',
+    'bitwise_left_shift', 'bitwise_not', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor',
+    'clamp', 'clip', 'clone', 'cos', 'cosh', 'deg2rad', 'div', 'divide', 'eq', 'erf', 'exp',
+    'exp2', 'expm1', 'floor_divide', 'fmod', 'ge', 'gt', 'hypot', 'le', 'log', 'log10',
+    'log1p', 'log2', 'logical_and', 'logical_not', 'logical_or', 'lt', 'maximum', 'minimum',
+    'mul', 'multiply', 'ne', 'neg', 'pow', 'rad2deg', 'relu', 'remainder', 'sigmoid', 'sign',
+    'sin', 'sinh', 'sqrt', 'sub', 'subtract', 'tanh', 'true_divide', 'where',
 ]
 
 
@@ -113,6 +113,13 @@ def bitwise_and(input: Operand, other: Operand) -> Tensor:
     ...
 
 
+def bitwise_left_shift(input: Operand, other: Operand) -> Tensor:
+    """``input << other``: the bits of integer tensors shifted (``torch.bitwise_left_shift``); a count of the
+    width or more, or a negative one, gives 0 (-1 for a negative value shifted right).
+    NotImplementedError for floating or bool operands. Never requires grad."""
+    ...
+
+
 def bitwise_not(input: Tensor) -> Tensor:
     """``~input``: each bit flipped, of an integer or bool tensor (``torch.bitwise_not``);
     NotImplementedError for floating input. Never requires grad."""
@@ -122,6 +129,13 @@ def bitwise_not(input: Tensor) -> Tensor:
 def bitwise_or(input: Operand, other: Operand) -> Tensor:
     """``input | other``, bit by bit, of integer or bool tensors (``torch.bitwise_or``);
     NotImplementedError for floating operands. Never requires grad."""
+    ...
+
+
+def bitwise_right_shift(input: Operand, other: Operand) -> Tensor:
+    """``input >> other``: the bits of integer tensors shifted (``torch.bitwise_right_shift``); a count of the
+    width or more, or a negative one, gives 0 (-1 for a negative value shifted right).
+    NotImplementedError for floating or bool operands. Never requires grad."""
     ...
 
 
@@ -197,6 +211,13 @@ def exp2(input: Tensor) -> Tensor:
 
 def expm1(input: Tensor) -> Tensor:
     """``exp(input) - 1``, exact for small inputs (``torch.expm1``, ``jax.numpy.expm1``)."""
+    ...
+
+
+def floor_divide(input: Operand, other: Operand) -> Tensor:
+    """``input // other``: the quotient rounded down (``torch.floor_divide``,
+    ``jax.numpy.floor_divide``); integers stay integers. Raises RuntimeError for an
+    integer zero divisor, and from backward (PyTorch has no derivative)."""
     ...
 
 

@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 import numgrad.dtypes as _dt
+import numgrad.ops.scalar_helpers as H
 from numgrad.ops.registry import Api, defop
 from numgrad.tensor import Tensor
 
@@ -64,7 +65,37 @@ bitwise_not = defop("bitwise_not", inputs=("x",), impl=np.invert, kind="elementw
                     api=Api(doc="``~input``: each bit flipped, of an integer or bool tensor "
                                 "(``torch.bitwise_not``);\nNotImplementedError for floating "
                                 "input. Never requires grad.", inplace=True))
-for _p in (bitwise_and, bitwise_or, bitwise_xor, bitwise_not):
+
+
+def _no_bools(name):
+    """``_integral_only``, and bool operands refused too (PyTorch shifts no bools)."""
+    integral = _integral_only(name)
+
+    def check(operands):
+        if _result_dtype(operands) is _dt.bool_:
+            return NotImplementedError(f'"{name}_cpu" not implemented for \'Bool\'')
+        return integral(operands)
+    return check
+
+
+# Shifts as PyTorch's (and NumPy's): a count of the width or more, or a negative one, gives
+# 0 (-1 for a negative value shifted right); the kernels' helpers are in ops.scalar_helpers.
+def _shift(name, short, symbol):
+    impl = np.left_shift if short == "lshift" else np.right_shift
+    return defop(name, inputs=("x", "y"), impl=impl, kind="elementwise",
+                 lowering=short + "({0}, {1})", check=_no_bools(short),
+                 helpers=(getattr(H, short),),
+                 api=Api(doc=f"``input {symbol} other``: the bits of integer tensors shifted "
+                             f"(``torch.{name}``); a count of the\nwidth or more, or a "
+                             "negative one, gives 0 (-1 for a negative value shifted right).\n"
+                             "NotImplementedError for floating or bool operands. Never "
+                             "requires grad.", inplace=True))
+
+
+bitwise_left_shift = _shift("bitwise_left_shift", "lshift", "<<")
+bitwise_right_shift = _shift("bitwise_right_shift", "rshift", ">>")
+for _p in (bitwise_and, bitwise_or, bitwise_xor, bitwise_not,
+           bitwise_left_shift, bitwise_right_shift):
     _p.defvjp(*[None] * len(_p.inputs))
 
 

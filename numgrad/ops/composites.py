@@ -4,8 +4,8 @@ Room: ops. Each function here is plain numgrad ops (docs/architecture.md: compos
 functions over primitives), so its gradient at every order, its eager speed and its
 compiled form come from the primitives' rules: elementwise composites fuse into one
 kernel under ``@ng.jit``. Index-based ones (gather, index_select, flip, roll,
-scatter_add) are the indexing primitives with index arrays built here; their index must
-have concrete values (a traced index tensor raises ``TracingError`` under ``@ng.jit``).
+scatter_add) are the indexing primitives with index arrays built here; under ``@ng.jit`` a
+traced index tensor is a gather in the kernel.
 """
 from __future__ import annotations
 
@@ -244,7 +244,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` and so on (``torch.gather``).
 
     ``index`` must have ``input``'s number of dims. Raises IndexError for an
-    out-of-range index; under ``@ng.jit`` a traced ``index`` raises TracingError.
+    out-of-range index.
     """
     _tensor_arg(input, "gather")
     _tensor_arg(index, "gather", "index")

@@ -158,7 +158,7 @@ def promote_operands(prim, args):
 def _operands_in(args, dt):
     """``(tensors, payloads)`` of ``args`` computed in the NumPy dtype ``dt``: numbers
     become 0-d tensors of it, payloads of another dtype are cast."""
-    tensors = [a if isinstance(a, Tensor) else _make(np.asarray(a, dt)) for a in args]
+    tensors = [a if isinstance(a, Tensor) else _make(_dt.wrapped_scalar(a, dt)) for a in args]
     datas = []
     for t in tensors:
         d = t._data

@@ -6,11 +6,27 @@ derivative is covered by these two primitives.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import numgrad.tracing_hook as tracing_hook
 import numgrad.ops.late as _late
 from numgrad.ops.registry import defop
+
+
+def byte_mask(a):
+    """A uint8 index array read as the bool mask PyTorch still takes it for, with its
+    deprecation warning."""
+    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                  "torch.bool instead.", UserWarning, stacklevel=4)
+    return a.astype(np.bool_)
+
+
+def _check_index_dtype(a):
+    # PyTorch indexes with int64 and int32 tensors (and 0-d ones of any integer dtype) only.
+    if a.ndim > 0 and a.dtype in (np.int8, np.int16):
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
 
 
 def normalize_index(index, shape=None):
@@ -30,7 +46,7 @@ def normalize_index(index, shape=None):
                 # on the host (as PyTorch synchronises for one) and indexes as a NumPy mask.
                 k = Tensor(k._data._ng_host())
             if type(k._data) is not np.ndarray:
-                if k._data.dtype.kind not in "iu":
+                if k._data.dtype.kind != "i":  # a bool or uint8 (byte) mask
                     from numgrad.errors import DataDependentError, user_location
                     raise DataDependentError(
                         f"indexing with a traced {k._data.dtype} tensor {user_location()}: a "
@@ -38,9 +54,13 @@ def normalize_index(index, shape=None):
                         "result has no static shape and @ng.jit runs this call eagerly (a "
                         "graph break); to compile it, use ng.where(mask, x, 0) to keep the "
                         "shape, or pass the mask as a NumPy array (a compile-time constant)")
+                _check_index_dtype(k._data)
                 out.append(_TracedIndex(k))  # a gather: its shape is the index's (static)
                 continue
             a = k._concrete()
+            if a.dtype == np.uint8:
+                a = byte_mask(a)
+            _check_index_dtype(a)
             if a.dtype == np.bool_ or a.ndim > 0:
                 k = a.astype(np.int64) if a.dtype.kind in "iu" else a
             else:

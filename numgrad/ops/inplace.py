@@ -197,13 +197,14 @@ _TYPE = _dt.SCALAR_NAMES
 
 
 def _category(d):
-    return 0 if d is _dt.bool_ else (1 if d.np.kind == "i" else 2)
+    return _dt._category(d)
 
 
 def fill_(self, value) -> Tensor:
     """Fill with ``value`` in place (``torch.Tensor.fill_``). Raises RuntimeError on a leaf that
     requires grad (under grad mode).
     """
+    value = _dt.checked_scalar(value, self.dtype.np)
     return apply_inplace(self, lambda s: fill_p(s, value=value))
 
 

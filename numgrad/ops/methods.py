@@ -30,6 +30,8 @@ import numgrad.ops.masked as masked
 import numgrad.ops.contiguity as contiguity
 import numgrad.ops.small_math as small_math
 import numgrad.ops.bitwise as BW
+import numgrad.ops.trig as trig
+import numgrad.ops.floor_division as floor_div
 from numgrad.ops.registry import REGISTRY
 from numgrad.ops.wrapped import pow
 from numgrad.ops.device_copy import transfer
@@ -63,7 +65,8 @@ def _binary(prim, reflected=False):
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
              "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&", "logical_or": "|",
              "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
-             "remainder": "%", "fmod": "fmod"}
+             "remainder": "%", "fmod": "fmod", "floor_divide": "//",
+             "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
 
 
 def _rpow(self, other):
@@ -110,7 +113,7 @@ def to(self, *args, **kwargs) -> Tensor:
 def _missing_dtype(method, torch_dtype, instead):
     def convert(self, memory_format=None):
         raise TypeError(f"Tensor.{method}() converts to {torch_dtype}, which numgrad does not "
-                        f"have (its dtypes are float32, float64, int64, int32 and bool); use "
+                        f"have (its dtypes are {_dt.NAMES_TEXT}); use "
                         f".{instead}() instead")
     convert.__name__ = method
     convert.__doc__ = (f"PyTorch's ``Tensor.{method}()`` ({torch_dtype}); numgrad has no such "
@@ -133,6 +136,10 @@ def _setitem(self, index, value) -> None:
     write. Raises TypeError for a value that is not a tensor or number, IndexError for an
     out-of-range index, RuntimeError on a leaf that requires grad.
     """
+    if isinstance(index, Tensor) and index.dtype is _dt.uint8 and (
+            not isinstance(value, Tensor) or value.ndim == 0):  # PyTorch's masked_fill_ path
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           "unsigned char")
     if isinstance(value, Tensor) or _operand(value):
         apply_inplace(self, I.index_put, index, value)
     else:
@@ -230,6 +237,16 @@ def _int(self):
     return to(self, _dt.int32)
 
 
+def _cast_method(method, d):
+    def convert(self, memory_format=None):
+        return to(self, d)
+    convert.__name__ = convert.__qualname__ = method
+    convert.__doc__ = (f"This tensor as {d.name} (``torch.Tensor.{method}``); integers carry no "
+                       f"gradient.\n\n    >>> ng.tensor([1, 300]).{method}().dtype\n    "
+                       f"numgrad.{d.name}\n    ")
+    return convert
+
+
 def _bool(self):
     """A bool copy (``torch.Tensor.bool``); bools carry no gradient."""
     return to(self, _dt.bool_)
@@ -282,10 +299,10 @@ _METHODS = {
     # conversion
     "to": to, "float": _float, "double": _double, "long": _long, "int": _int, "bool": _bool,
     "type_as": _type_as, "cpu": _cpu, "cuda": _cuda,
+    "short": _cast_method("short", _dt.int16), "char": _cast_method("char", _dt.int8),
+    "byte": _cast_method("byte", _dt.uint8),
     **{m: _missing_dtype(m, d, i) for m, d, i in (
-        ("short", "int16", "long"), ("char", "int8", "long"),
-        ("byte", "uint8", "long"), ("half", "float16", "float"),
-        ("bfloat16", "bfloat16", "float"))},
+        ("half", "float16", "float"), ("bfloat16", "bfloat16", "float"))},
     # in-place
     "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
     # `t += o` is in place, as in PyTorch (same version bump, same leaf error).
@@ -332,6 +349,16 @@ _METHODS.update({n: getattr(contiguity, n) for n in ("contiguous", "is_contiguou
 _METHODS.update({n: getattr(small_math, n) for n in (
     "isfinite", "isnan", "isinf", "floor", "ceil", "trunc", "frac", "square", "reciprocal",
     "rsqrt", "lerp", "addcmul", "addcdiv", "dot", "outer")})
+_METHODS.update(trig.INPLACE_METHODS)  # asinh_, acosh_, atanh_: no derivative, as PyTorch's
+_METHODS.update({"__floordiv__": _binary(floor_div.floor_divide),  # int // int stays an int
+                 "__rfloordiv__": _binary(floor_div.floor_divide, True),
+                 "__ifloordiv__": _inplace_binary(floor_div.floor_divide),
+                 "__lshift__": _binary(BW.bitwise_left_shift),
+                 "__rlshift__": _binary(BW.bitwise_left_shift, True),
+                 "__ilshift__": _inplace_binary(BW.bitwise_left_shift),
+                 "__rshift__": _binary(BW.bitwise_right_shift),
+                 "__rrshift__": _binary(BW.bitwise_right_shift, True),
+                 "__irshift__": _inplace_binary(BW.bitwise_right_shift)})
 import numgrad.ops.diagonals as diagonals  # noqa: E402  (linear algebra methods)
 import numgrad.ops.matrices as matrices  # noqa: E402
 _METHODS.update({n: getattr(diagonals, n) for n in ("diagonal", "diag_embed", "diag", "trace")})

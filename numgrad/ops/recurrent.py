@@ -23,6 +23,8 @@ the primitives run their NumPy impl as steps between the kernels, like ``im2col`
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from numgrad.dtypes import SCALAR_NAMES
@@ -246,28 +248,44 @@ gru_cell.defvjp(_gru_rule(0, _gru_grad_gi), _gru_rule(1, _gru_grad_gh),
 # matmul over all steps. Eager mode then records a handful of ops per layer instead of a dozen
 # per step, and ``@ng.jit`` compiles no kernel per step (the unrolled plan had about 280).
 # The output stacks, per step, h, c and the four activated gates i, f, g, o: ``(6, T, B, H)``;
-# the backward reads the gates from it instead of recomputing them.
+# the backward reads the gates from it instead of recomputing them. The gate slots are saved
+# values, not results: no rule reads them as a differentiable tensor (the create_graph form
+# recomputes the gates in ops), so the gradient reaching them is zero and the kernel skips it.
+#
+# A step's cost is one small BLAS product plus NumPy calls of the batch's size (a microsecond
+# or two each, more where a view is strided), so the kernels keep the calls per step few and
+# their operands contiguous where they can.
+_HALF = (0.5, 0.5, 1.0, 0.5)  # per gate: sigmoid(x) = (1 + tanh(x / 2)) / 2 for i, f, o
+
+
 def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
     t_len, batch, hidden = gi.shape[0], gi.shape[1], h0.shape[-1]
-    y = np.empty((6,) + gi.shape[:-1] + (hidden,), gi.dtype)
-    w_t = np.ascontiguousarray(w_hh.T)  # BLAS takes h @ w_t 1.5x faster than the view
-    pre = np.empty(gi.shape[1:], gi.dtype)
-    # The gate pre-activations seen gate-major, (4, B, H), as y stores the activations.
-    pre_g = np.moveaxis(pre.reshape(batch, 4, hidden), 1, 0)
+    dt = gi.dtype
+    y = np.empty((6,) + gi.shape[:-1] + (hidden,), dt)
+    # A step's product goes straight into y's four gate slots, one (B, H) block per gate
+    # (``h @ w4[k]``, four BLAS calls in one NumPy call that take as long as one (B, 4H)
+    # product), so the activations run over contiguous blocks in place. One tanh activates
+    # all four gates: i, f and o through sigmoid(x) = (1 + tanh(x / 2)) / 2, where exp, +1,
+    # a reciprocal and a tanh of g over strided views took four calls more per step.
+    w4 = w_hh.reshape(4, hidden, hidden).transpose(0, 2, 1).copy()
+    gi_g = np.moveaxis(gi.reshape(t_len, batch, 4, hidden), 2, 0)  # (4, T, B, H) view
+    half = np.array(_HALF, dt)[:, None, None]
+    shift = (half != 1) * half
+    ig = np.empty((batch, hidden), dt)
     h, c = h0, c0
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
-        np.matmul(h, w_t, out=pre)
-        pre += gi[t]
-        a = y[2:, t]                     # sigmoid of all four, then tanh for g
-        np.negative(pre_g, out=a)
-        np.exp(a, out=a)
-        a += 1
-        np.reciprocal(a, out=a)
+        a = y[2:, t]
+        np.matmul(h, w4, out=a)
+        a += gi_g[:, t]
+        a *= half
+        np.tanh(a, out=a)
+        a *= half                        # i, f, o: (1 + tanh) / 2; g: tanh
+        a += shift
         i, f, g, o = a
-        np.tanh(pre_g[2], out=g)
         c_new, h = y[1, t], y[0, t]
         np.multiply(f, c, out=c_new)
-        c_new += i * g
+        np.multiply(i, g, out=ig)
+        c_new += ig
         c = c_new
         np.tanh(c, out=h)
         h *= o
@@ -276,54 +294,70 @@ def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
 
 def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
     """Backpropagation through time: the gradients of ``gi``, ``h0``, ``c0`` and ``w_hh``,
-    flattened into one array (the rule takes them apart as views).
+    flattened into one array (the rule takes them apart as views). ``g[2:]`` (the gate
+    slots) is not read: see the block comment above.
 
     Everything that does not depend on the running ``(dh, dc)`` is computed for all steps at
     once before the loop (the gate derivatives and their products with the saved values),
     so a step is a few NumPy calls at the batch's size and one matmul."""
     t_len, batch, hidden = y.shape[1:]
+    dt = y.dtype
     sizes = (t_len * batch * 4 * hidden, batch * hidden, batch * hidden, w_hh.size)
-    flat = np.empty(sum(sizes), y.dtype)
+    flat = np.empty(sum(sizes), dt)
     ends = np.cumsum(sizes).tolist()
     parts = [flat[a:b] for a, b in zip([0] + ends[:-1], ends)]
-    d_gi = parts[0].reshape(t_len, batch, 4 * hidden)
+    d_gi = parts[0].reshape(t_len, batch, 4, hidden)
     h_seq, c_seq, i, f, gg, o = y
-    # The states each step started from, in time order (reverse runs from the end).
-    h_prev, c_prev = np.empty_like(h_seq), np.empty_like(c_seq)
-    if reverse:
-        h_prev[:-1], h_prev[-1], c_prev[:-1], c_prev[-1] = h_seq[1:], h0, c_seq[1:], c0
-    else:
-        h_prev[1:], h_prev[0], c_prev[1:], c_prev[0] = h_seq[:-1], h0, c_seq[:-1], c0
+    # The states each step started from, without copying them: step ``run`` of y took y's
+    # state at ``prev``, the first step (``first``) the initial one.
+    first, run, prev = (-1, slice(0, -1), slice(1, None)) if reverse else \
+        (0, slice(1, None), slice(0, -1))
+    # p[k]: d(pre-activation of gate k) per unit of the gradient reaching c (i, f, g) or h
+    # (o), all steps at once, each gate contiguous (in place: no temporaries of this size);
+    # q: dc += dh * q.
+    p = np.empty((4, t_len, batch, hidden), dt)
     tc = np.tanh(c_seq)
-    # d(pre-activation) = d(activation) * its derivative; with the gradient reaching c:
-    # di = dc*g*i(1-i), df = dc*c_prev*f(1-f), dg = dc*i*(1-g^2), do = dh*tanh(c)*o(1-o).
-    p_i, p_f, p_g = gg * i * (1 - i), c_prev * f * (1 - f), i * (1 - gg * gg)
-    p_o = tc * o * (1 - o)
-    q = o * (1 - tc * tc)              # dc += dh * q
-    gates = g[2:]                      # gradients reaching the saved gates themselves
-    direct = None
-    if gates.any():
-        direct = gates * np.stack([i * (1 - i), f * (1 - f), 1 - gg * gg, o * (1 - o)])
-    dh, dc = np.zeros_like(h0, dtype=y.dtype), np.zeros_like(c0, dtype=y.dtype)
+    np.subtract(1, i, out=p[0])
+    p[0] *= i
+    p[0] *= gg                           # g i (1 - i)
+    np.subtract(1, f, out=p[1])
+    p[1] *= f
+    p[1, run] *= c_seq[prev]             # c_prev f (1 - f)
+    p[1, first] *= c0
+    np.multiply(gg, gg, out=p[2])
+    np.subtract(1, p[2], out=p[2])
+    p[2] *= i                            # i (1 - g^2)
+    np.subtract(1, o, out=p[3])
+    p[3] *= o
+    q = np.multiply(tc, tc)
+    np.subtract(1, q, out=q)
+    q *= o                               # o (1 - tanh(c)^2)
+    p[3] *= tc                           # tanh(c) o (1 - o)
+    dh, dc = np.zeros_like(h0, dtype=dt), np.zeros_like(c0, dtype=dt)
+    tmp = np.empty_like(dh)
+    # The steps whose c is used outside the layer (c_n, as a rule: one step of all).
+    c_grad = g[1].reshape(t_len, -1).any(1).tolist()
+    w = np.ascontiguousarray(w_hh)
     for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
         dh += g[0, t]
-        dc += g[1, t]
-        dc += dh * q[t]
-        d = _blocks(d_gi[t], 4)
-        np.multiply(dc, p_i[t], out=d[0])
-        np.multiply(dc, p_f[t], out=d[1])
-        np.multiply(dc, p_g[t], out=d[2])
-        np.multiply(dh, p_o[t], out=d[3])
-        if direct is not None:
-            for k in range(4):
-                d[k] += direct[k, t]
-        dh = d_gi[t] @ w_hh
+        if c_grad[t]:
+            dc += g[1, t]
+        np.multiply(dh, q[t], out=tmp)
+        dc += tmp
+        d = d_gi[t]
+        for k in range(3):
+            np.multiply(dc, p[k, t], out=d[:, k])
+        np.multiply(dh, p[3, t], out=d[:, 3])
+        np.matmul(d.reshape(batch, 4 * hidden), w, out=dh)
         dc *= f[t]
     parts[1][:] = dh.reshape(-1)
     parts[2][:] = dc.reshape(-1)
-    # d w_hh = sum over steps of d_gates_t^T @ h_{t-1}: one matmul over all steps.
-    np.matmul(d_gi.reshape(-1, 4 * hidden).T, h_prev.reshape(-1, hidden),
-              out=parts[3].reshape(w_hh.shape))
+    # d w_hh = sum over steps of d_gates_t^T @ h_{t-1}: one matmul over all steps but the
+    # first, whose h is the initial state.
+    d2 = parts[0].reshape(t_len, batch, 4 * hidden)
+    d_w = parts[3].reshape(w_hh.shape)
+    np.matmul(d2[run].reshape(-1, 4 * hidden).T, h_seq[prev].reshape(-1, hidden), out=d_w)
+    d_w += d2[first].T @ h0
     return flat
 
 
@@ -346,33 +380,47 @@ def _lstm_layer_vjp(g, xs, out, reverse):
     if is_grad_enabled():
         return _lstm_layer_bptt_ops(g, xs, out, reverse)
     flat = _lstm_layer_grad(g, out, h0, c0, w_hh, reverse=reverse)
-    shapes = (gi.shape, h0.shape, c0.shape, w_hh.shape)
-    grads, start = [], 0
-    for s in shapes:
-        n = int(np.prod(s))
-        grads.append(L.reshape(getitem(flat, (slice(start, start + n),)), tuple(s)))
-        start += n
-    return grads
+    return _FlatParts(flat, (gi.shape, h0.shape, c0.shape, w_hh.shape))
+
+
+class _FlatParts(Sequence):
+    """The gradients in ``flat``, each cut out and reshaped when it is asked for: a node
+    takes only those of inputs that require grad (an initial state of zeros does not), and
+    each cut is two ops."""
+
+    def __init__(self, flat, shapes):
+        self._flat, self._shapes = flat, [tuple(s) for s in shapes]
+        self._ends = np.cumsum([int(np.prod(s)) for s in self._shapes]).tolist()
+
+    def __len__(self):
+        return len(self._shapes)
+
+    def __getitem__(self, k):
+        start = self._ends[k - 1] if k else 0
+        return L.reshape(getitem(self._flat, (slice(start, self._ends[k]),)), self._shapes[k])
 
 
 def _lstm_layer_bptt_ops(g, xs, out, reverse):
-    """``_np_lstm_layer_grad`` in numgrad ops, for a backward that is differentiated again."""
+    """``_np_lstm_layer_grad`` in numgrad ops, for a backward that is differentiated again.
+    The gates are recomputed from ``gi``, the previous ``h`` and ``w_hh`` rather than read
+    from ``out``'s gate slots, so no gradient ever reaches those slots."""
     from numgrad.ops.linalg import matmul
     gi, h0, c0, w_hh = xs
     t_len = gi.shape[0]
+    w_t = L.t(w_hh)
     dh = dc = None
     d_gi, d_w = [None] * t_len, None
     first, step = (t_len - 1, 1) if reverse else (0, -1)
     for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
-        i, f, gg, o = (out[2 + k, t] for k in range(4))
-        gt = [g[k, t] for k in range(6)]
         c_prev = c0 if t == first else out[1, t + step]
         h_prev = h0 if t == first else out[0, t + step]
-        dh = gt[0] if dh is None else dh + gt[0]
+        pi, pf, pg, po = _views(gi[t] + matmul(h_prev, w_t), 4)
+        i, f, gg, o = E.sigmoid(pi), E.sigmoid(pf), E.tanh(pg), E.sigmoid(po)
+        dh = g[0, t] if dh is None else dh + g[0, t]
         tc = E.tanh(out[1, t])
-        dc = gt[1] + dh * o * (1 - tc * tc) + (0 if dc is None else dc)
-        d = L.cat([(dc * gg + gt[2]) * i * (1 - i), (dc * c_prev + gt[3]) * f * (1 - f),
-                   (dc * i + gt[4]) * (1 - gg * gg), (dh * tc + gt[5]) * o * (1 - o)], -1)
+        dc = g[1, t] + dh * o * (1 - tc * tc) + (0 if dc is None else dc)
+        d = L.cat([dc * gg * i * (1 - i), dc * c_prev * f * (1 - f),
+                   dc * i * (1 - gg * gg), dh * tc * o * (1 - o)], -1)
         d_gi[t] = d
         dh = matmul(d, w_hh)
         dc = dc * f

@@ -10,6 +10,8 @@ import warnings
 
 import numpy as np
 
+import numgrad.dtypes as _dt
+
 from numgrad.ops.dispatch import shape_count
 from numgrad.ops.registry import Reduction, defop
 from numgrad.tensor import Tensor  # for annotations
@@ -58,12 +60,12 @@ def _sum_dtype(d):
     return np.dtype(np.int64) if d.kind in "biu" else d
 
 
-def _lowest(dt):
-    return -np.inf if dt.kind == "f" else np.iinfo(np.int64).min
+def _lowest(dt):  # of the dtype itself: int64's would not fit a uint8 accumulator
+    return -np.inf if dt.kind == "f" else np.iinfo(dt if dt.kind in "iu" else np.int64).min
 
 
 def _highest(dt):
-    return np.inf if dt.kind == "f" else np.iinfo(np.int64).max
+    return np.inf if dt.kind == "f" else np.iinfo(dt if dt.kind in "iu" else np.int64).max
 
 
 def _np_mean(x, dim, keepdim):
@@ -183,7 +185,9 @@ def sum(x, dim=None, keepdim=False, dtype=None) -> Tensor:
     _check(x, "sum")
     if dtype is not None:
         x = x.to(dtype)
-    return sum_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
+    out = sum_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
+    # sum(dtype=int8) is int8, as PyTorch's: the int64 total, wrapped (the same bits).
+    return out if dtype is None or out.dtype is x.dtype else out.to(x.dtype)
 
 
 def mean(x, dim=None, keepdim=False, dtype=None) -> Tensor:
@@ -196,7 +200,8 @@ def mean(x, dim=None, keepdim=False, dtype=None) -> Tensor:
         x = x.to(dtype)
     if not x.dtype.is_floating_point:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                           f"floating point or complex dtype. Got: {x.dtype.name}")
+                           "floating point or complex dtype. Got: "
+                           f"{_dt.SCALAR_NAMES.get(x.dtype.name, x.dtype.name)}")
     return mean_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))
 
 

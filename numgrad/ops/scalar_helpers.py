@@ -255,3 +255,31 @@ asin, acos, atan, sinh, cosh, asinh, acosh, atanh, log2, log10, exp2, atan2 = (
         ("asin", _asin), ("acos", _acos), ("atan", _atan), ("sinh", _sinh), ("cosh", _cosh),
         ("asinh", _asinh), ("acosh", _acosh), ("atanh", _atanh), ("log2", _log2),
         ("log10", _log10), ("exp2", _exp2), ("atan2", _atan2)))
+
+
+# Shifts and floor division of the small integer dtypes' family (ops.bitwise,
+# ops.floor_division). Here, not beside their rows: the CPU kernel cache keys on this
+# file's text, so a change to a body reaches kernels already on disk. Kernels compute in
+# int64 and cast back to the dtype (``Spell.wrapped``), so only counts past int64's width
+# need their own rule: they give 0 (-1 for a negative value shifted right), as PyTorch's.
+def _lshift(a, b):
+    if b < 0 or b > 63:
+        return a * 0
+    return a << b
+
+
+def _rshift(a, b):
+    return a >> (b if 0 <= b < 63 else 63)  # a negative count shifts everything out too
+
+
+def _floordiv_cpu(a, b):
+    return np.floor_divide(a, b)  # Numba's: NumPy's rounding, and 0 for an integer / 0
+
+
+def _floordiv_cuda(a, b):
+    return a // b
+
+
+lshift = _h("lshift", _lshift, llvm="numba")
+rshift = _h("rshift", _rshift, llvm="numba")
+floordiv = _h("floordiv", cpu=_floordiv_cpu, cuda=_floordiv_cuda, llvm="numba")

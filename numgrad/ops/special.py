@@ -22,12 +22,21 @@ def _np_erf(x):
     return _erf_vec(x).astype(x.dtype, copy=False) if x.size else x.copy()
 
 
+def refuse_integer_zero_divisor(x, y):
+    """PyTorch's RuntimeError for an integer division by zero (``%``, ``fmod``, ``//``),
+    where NumPy gives 0 with a warning. Eager only: a compiled kernel cannot raise."""
+    if x.dtype.kind in "iub" and y.dtype.kind in "iub" and not np.all(y):
+        raise RuntimeError("ZeroDivisionError")
+
+
 def _np_fmod(x, y):
+    refuse_integer_zero_divisor(x, y)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.fmod(x, y)
 
 
 def _np_remainder(x, y):
+    refuse_integer_zero_divisor(x, y)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.remainder(x, y)
 

@@ -13,6 +13,7 @@ import numpy as np
 
 import numgrad.ops.elementwise as E
 import numgrad.ops.scalar_helpers as H
+from numgrad.ops.inplace import apply_inplace
 from numgrad.ops.registry import Api, Cost, defop
 
 
@@ -91,3 +92,36 @@ deg2rad = _scaling("deg2rad", math.pi / 180, "Degrees to radians, ``input * pi /
                    "(``torch.deg2rad``, ``jax.numpy.deg2rad``).")
 rad2deg = _scaling("rad2deg", 180 / math.pi, "Radians to degrees, ``input * 180 / pi`` "
                    "(``torch.rad2deg``, ``jax.numpy.rad2deg``).")
+
+
+# PyTorch has no derivative for asinh_, acosh_ and atanh_ (their backward would need the
+# input the write destroyed): the in-place call records an ``AsinhBackward1`` node whose
+# backward raises NotImplementedError, eager and compiled alike. Each is a twin row of the
+# out-of-place one (same impl and kernel, another node and rule) that only the in-place
+# method uses; without grad it computes what the out-of-place row does.
+def _no_derivative(name):
+    def vjp(g, x):
+        raise NotImplementedError(f"the derivative for 'inplace version of {name}' is not "
+                                  "implemented.")
+    return vjp
+
+
+def _inplace_twin(row, alias, example):
+    twin = defop(row.name + "_inplace", inputs=("x",), impl=row.impl, kind="elementwise",
+                 lowering=row.name + "({0})", floating=True, cost=Cost(weight=E.HEAVY),
+                 helpers=(getattr(H, row.name),), node=row.name.capitalize() + "Backward1")
+    twin.defvjp(_no_derivative(row.name))
+
+    def method(self):
+        return apply_inplace(self, twin)
+    method.__name__ = row.name + "_"
+    method.__doc__ = (f"In-place ``{row.name}`` (``torch.Tensor.{row.name}_``): writes the "
+                      "result into this tensor and bumps its version; its backward raises "
+                      f"NotImplementedError, as PyTorch's.\n\n    >>> {example}\n    ")
+    return {f"{n}_": method for n in (row.name, alias)}
+
+
+INPLACE_METHODS = {
+    **_inplace_twin(asinh, "arcsinh", "ng.tensor([0.5]).asinh_()\n    tensor([0.4812])"),
+    **_inplace_twin(acosh, "arccosh", "ng.tensor([2.0]).acosh_()\n    tensor([1.3170])"),
+    **_inplace_twin(atanh, "arctanh", "ng.tensor([0.5]).atanh_()\n    tensor([0.5493])")}

@@ -78,4 +78,5 @@ def clamp(input, min=None, max=None) -> Tensor:
     if not input.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
         # torch: an int tensor clamped to 2.5 is float
         input = E.to_dtype(input, dtype=_dt.default_float.np)
+    min, max = _dt.checked_scalar(min, input.dtype.np), _dt.checked_scalar(max, input.dtype.np)
     return E.clamp(input, min=min, max=max)

@@ -152,3 +152,40 @@ def test_lstm_state_of_another_dtype_is_refused():
     h = ng.zeros(1, 1, 3, dtype=ng.float64)
     with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
         m(ng.randn(4, 1, 2), (h, h))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("t_len", [1, 4])
+def test_layer_gradients_of_the_inputs_that_ask(t_len, reverse):
+    # The BPTT kernel's edges: one step (no previous h in y), c's gradient at one step only,
+    # and a node that asks for some inputs' gradients (an initial h without grad).
+    arrays = _inputs([(t_len, B, 4 * H), (B, H), (B, H), (4 * H, H)], 7)
+    need = (True, False, True, True)
+    cot_out, cot_c = _inputs([(t_len, B, H), (B, H)], 8)
+    grads = []
+    for lib, fn in ((torch, _torch_lstm_sequence), (ng, _ng_lstm_sequence)):
+        xs = [lib.tensor(a, requires_grad=r) for a, r in zip(arrays, need)]
+        out, _, c_n = fn(*xs, reverse)
+        ((out * lib.tensor(cot_out)).sum() + (c_n * lib.tensor(cot_c)).sum()).backward()
+        grads.append([None if x.grad is None else x.grad.numpy() for x in xs])
+    for k, (want, got) in enumerate(zip(*grads)):
+        assert (got is None) == (want is None), k
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=f"input {k}")
+
+
+def test_saturated_gates_float32():
+    # The kernel's sigmoid is (1 + tanh(x / 2)) / 2: at pre-activations of +-60 it must give
+    # torch's 0 and 1 (and finite gradients), as exp-based sigmoid does.
+    rng = np.random.default_rng(9)
+    arrays = [(rng.standard_normal(s) * k).astype(np.float32)
+              for s, k in (((5, 2, 4 * H), 60.0), ((2, H), 1.0), ((2, H), 1.0), ((4 * H, H), 1.0))]
+    results = []
+    for lib, fn in ((torch, _torch_lstm_sequence), (ng, _ng_lstm_sequence)):
+        xs = [lib.tensor(a, requires_grad=True) for a in arrays]
+        out, h_n, c_n = fn(*xs, False)
+        (out.sum() + c_n.sum()).backward()
+        results.append([out.detach().numpy()] + [x.grad.numpy() for x in xs])
+    for k, (want, got) in enumerate(zip(*results)):
+        assert np.isfinite(got).all(), k
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"result {k}")

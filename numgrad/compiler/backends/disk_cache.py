@@ -107,6 +107,7 @@ class _ProcessState:
         self.armed = set()    # (numba_dir, caching module) whose files go through ours
         self.warned = False   # the one warning about an unusable directory was given
         self.digests = {}     # Kind -> digest of its helper modules (in every module name)
+        self.file_digests = {}  # path -> sha256 of a file defining helpers (read once)
         self.expected = {}    # absolute path of a Numba cache file -> the SHA-256 it must have
         self.dirty = set()    # (numba_dir, module name) whose Numba files this process wrote
         self.refused = []     # (path, why) refused during the current import
@@ -228,21 +229,42 @@ def _helpers_digest(kind):
 
 def _code_fingerprint(fn) -> str:
     code = getattr(fn, "__code__", None)
-    if code is None:
-        return repr(fn)
-    return repr((code.co_code, code.co_consts, code.co_names, code.co_varnames))
+    return repr(fn) if code is None else _code_repr(code)
+
+
+def _code_repr(code) -> str:
+    # A nested code object (a lambda or comprehension in the helper) reprs with its address,
+    # which differs per process: spell it by content instead.
+    consts = tuple(_code_repr(c) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return repr((code.co_code, consts, code.co_names, code.co_varnames))
+
+
+def _file_digest(path: str) -> str:
+    digest = _S.file_digests.get(path)
+    if digest is None:
+        with open(path, "rb") as f:
+            digest = _S.file_digests[path] = hashlib.sha256(f.read()).hexdigest()
+    return digest
 
 
 def _registered_helpers_digest() -> str:
-    # Helpers a program registers at run time (``ng.ops.register``) are not in the hashed
-    # files: a later process registering the same name with another body must not load the
-    # kernel built from the first one, so their code is part of the name too.
-    parts = [f"{name}:{_code_fingerprint(fn)}"
-             for name, h in sorted(HELPERS.items())
-             for fn in (h.body, h.cpu, h.cuda)
-             if fn is not None
-             and not (getattr(fn, "__module__", None) or "").startswith("numgrad.")]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12] if parts else ""
+    # A kernel calls the helpers of the rows it uses, wherever they are defined: numgrad's own
+    # files beside their rows (ops/trig.py, ops/bitwise.py, ...) and a program's own code
+    # (``ng.ops.register``). A later process, or a later numgrad, that defines a name with
+    # another body must not load the kernel built from the first one, so each helper's file
+    # (or, for code without a file, its bytecode) is part of the name too.
+    parts = set()
+    for name, h in HELPERS.items():
+        for fn in (h.body, h.cpu, h.cuda):
+            if fn is None:
+                continue
+            path = getattr(sys.modules.get(getattr(fn, "__module__", None)), "__file__", None)
+            if path and (getattr(fn, "__module__", "") or "").startswith("numgrad."):
+                parts.add(f"file:{_file_digest(path)}")
+            else:
+                parts.add(f"{name}:{_code_fingerprint(fn)}")
+    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:12] if parts else ""
 
 
 def module_name(kind, source: str) -> str:

@@ -32,5 +32,15 @@ class Spell:
         return f"np.{dtype.name}({v!r})"
 
     @staticmethod
+    def wrapped(expr, dtype):
+        """``expr`` cast back to an integer ``dtype`` narrower than int64: Numba computes
+        int8/int16/int32 arithmetic in int64, and each value must wrap as PyTorch's does
+        before the next op reads it (``(x_int8 * 100) // 3``)."""
+        dtype = np.dtype(dtype)
+        if dtype.kind in "iu" and dtype.itemsize < 8:
+            return f"np.{dtype.name}({expr})"
+        return expr
+
+    @staticmethod
     def cast(expr, dtype):
         return f"np.{np.dtype(dtype).name}({expr})"

@@ -35,7 +35,7 @@ from numgrad.compiler.schedule import PARALLEL_CHUNKS, Alias, Reduce
 from numgrad.compiler.schedule import _size
 
 _NB_TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "int32": "int32",
-             "bool": "boolean"}
+             "bool": "boolean", "int16": "int16", "int8": "int8", "uint8": "uint8"}
 
 
 # --------------------------------------------------------------- spelling
@@ -355,7 +355,7 @@ class KernelRenderer:
             if st.paired:  # sin and cos of one argument: see llvm.vmath.sin_paired
                 expr = f"{st.op.name}_paired({args[0]})"
             else:
-                expr = st.op.scalar(args, st.dtype, st.params, SPELL)
+                expr = SPELL.wrapped(st.op.scalar(args, st.dtype, st.params, SPELL), st.dtype)
             t = tname + st.out.name
             lines.append(f"{pad}{t} = {expr}")
             if st.store:

@@ -58,7 +58,7 @@ from numgrad.compiler.backends.spelling import Spell
 from numgrad.compiler.schedule import Alias, HostStep, Loop, Reduce, _size
 
 _TYPES = {"float32": "float32", "float64": "float64", "int64": "int64", "int32": "int32",
-          "bool": "boolean"}
+          "bool": "boolean", "int16": "int16", "int8": "int8", "uint8": "uint8"}
 
 
 class KernelLog:
@@ -374,7 +374,8 @@ class Renderer:
                 elif red_src[id(st)] in temps:
                     s(2, f"{self.arg(red_src[id(st)])}[i] = {x}")
                 continue
-            value = st.op.scalar([expr(a) for a in st.args], st.dtype, st.params, SPELL)
+            value = SPELL.wrapped(st.op.scalar([expr(a) for a in st.args], st.dtype, st.params,
+                                               SPELL), st.dtype)
             env[st.out] = f"t_{self.arg(st.out)}"
             s(2, f"{env[st.out]} = {value}")
             if st.store:
@@ -505,6 +506,7 @@ def _transposes_into_matmuls(sched):
 
 HEADER = ("import math\nimport numpy as np\n"
           "from numba import cuda, float32, float64, int64, int32, boolean  # noqa: F401\n"
+          "from numba import int16, int8, uint8  # noqa: F401\n"
           "from numgrad.compiler.backends.cuda.scalar import *  # noqa: F403\n")
 
 

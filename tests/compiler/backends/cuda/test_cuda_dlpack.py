@@ -200,8 +200,8 @@ def _set(kind, addr, value):
 @pytest.mark.parametrize("edit, error, match", [
     (lambda b, t: (_set("c_uint8", t + 20, 2), _set("c_uint8", t + 21, 16)),
      TypeError, "no float16 dtype"),
-    (lambda b, t: (_set("c_uint8", t + 20, 0), _set("c_uint8", t + 21, 16)),
-     TypeError, "no int16 dtype"),
+    (lambda b, t: (_set("c_uint8", t + 20, 1), _set("c_uint8", t + 21, 16)),
+     TypeError, "no uint16 dtype"),
     (lambda b, t: _set("c_int64", _u("c_void_p", t + 32), 1), BufferError, "C-contiguous"),
     (lambda b, t: _set("c_int32", t + 8, 4), BufferError, "device type 4"),
 ])
