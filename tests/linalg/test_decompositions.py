@@ -44,6 +44,9 @@ CASES = {
                 [_square(2)]),
     "solve": (lambda m, a, b: (m.solve(a, b) ** 2).sum(), [_square(2), B]),
     "solve_broadcast": (lambda m, a, b: (m.solve(a, b) ** 2).sum(), [_square(), B]),
+    "solve_batches_broadcast": (lambda m, a, b: (m.solve_triangular(a, b, upper=True) ** 2).sum()
+                                + (m.solve(a, b) ** 2).sum(),
+                                [_square(2, 1), RNG.standard_normal((4, 3, 2))]),
     "solve_vector": (lambda m, a, b: (m.solve(a, b) ** 2).sum(), [_square(2), B[..., 0]]),
     "solve_right": (lambda m, a, b: (m.solve(a, b, left=False) ** 2).sum(),
                     [_square(), B[0].T.copy()]),
