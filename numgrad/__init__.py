@@ -43,7 +43,7 @@ from numgrad.ops.small_math import (isfinite, isnan, isinf, floor, ceil, trunc, 
                                     numel, is_tensor, detach)
 from numgrad.ops.diagonals import diagonal, diag_embed, diag, trace
 from numgrad.ops.matrices import (det, logdet, inverse, pinverse, matrix_power, cholesky_solve,
-                                  cholesky_inverse,
+                                  cholesky_inverse, matrix_exp,
                                   slogdet_top as slogdet, cholesky_top as cholesky, svd_top as svd,
                                   cross_top as cross)
 from numgrad import linalg

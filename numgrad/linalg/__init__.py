@@ -17,7 +17,7 @@ from numgrad.ops.decompositions import LinAlgError
 from numgrad.ops.linalg_ex import inv_ex, cholesky_ex, solve_ex
 from numgrad.ops.matrices import (inv, det, slogdet, solve, solve_triangular, cholesky,
                                   qr, eigh, eigvalsh, svd, svdvals, pinv, matrix_rank, lstsq,
-                                  matrix_power, cross)
+                                  matrix_power, cross, matrix_exp)
 from numgrad.linalg.norms import vector_norm, matrix_norm, norm
 from numgrad.linalg.products import matmul, multi_dot, vecdot, diagonal
 from numgrad.linalg.derived import cond, vander, tensorinv, tensorsolve
@@ -26,4 +26,4 @@ __all__ = ["LinAlgError", "inv", "inv_ex", "det", "slogdet", "solve", "solve_tri
            "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank",
            "lstsq", "matrix_power", "cross", "vector_norm", "matrix_norm", "norm", "matmul",
            "multi_dot", "vecdot", "diagonal", "cholesky_ex", "solve_ex", "cond", "vander",
-           "tensorinv", "tensorsolve"]
+           "tensorinv", "tensorsolve", "matrix_exp"]

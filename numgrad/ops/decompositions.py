@@ -488,3 +488,50 @@ pinv_p = defop("linalg_pinv", inputs=("A",), params=("atol", "rtol"), impl=_pinv
                abstract=lambda A, atol, rtol: (A.shape[:-2] + A.shape[-1:] + A.shape[-2:-1],
                                                A.dtype))
 pinv_p.defvjp(_pinv_vjp)
+
+
+# ------------------------------------------------------------------------ matrix exponential
+_PADE13 = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+           129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
+           40840800., 960960., 16380., 182., 1.)
+_THETA13 = 5.371920351148152
+
+
+def _matrix_exp(a):
+    # Higham (2005): the [13/13] Pade approximant of exp(A / 2^s), squared s times; in
+    # float64 (a float32 result is rounded from it).
+    x = a.astype(np.float64)
+    n = x.shape[-1]
+    norm = np.abs(x).sum(-2).max(-1, initial=0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.ceil(np.log2(norm / _THETA13))
+    s = np.where(np.isfinite(s) & (s > 0), s, 0).astype(np.int64)
+    x = x / np.ldexp(1.0, s)[..., None, None]
+    b, eye = _PADE13, np.eye(n)
+    x2 = x @ x
+    x4 = x2 @ x2
+    x6 = x4 @ x2
+    u = x @ (x6 @ (b[13] * x6 + b[11] * x4 + b[9] * x2)
+             + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * eye)
+    v = x6 @ (b[12] * x6 + b[10] * x4 + b[8] * x2) + b[6] * x6 + b[4] * x4 + b[2] * x2 \
+        + b[0] * eye
+    r = np.linalg.solve(v - u, v + u)
+    for k in range(int(s.max(initial=0))):
+        r = np.where((k < s)[..., None, None], r @ r, r)
+    return r.astype(a.dtype, copy=False)
+
+
+def _matrix_exp_vjp(g, A):
+    # PyTorch's: the top right block of exp([[A^T, g], [0, A^T]]) (a function of a matrix,
+    # differentiated through the same function, so every order works).
+    from numgrad.ops.layout import cat
+    at = mT(A)
+    zero = at * 0
+    block = cat([cat([at, g], -1), cat([zero, at], -1)], -2)
+    n = A.shape[-1]
+    return matrix_exp_p(block).narrow(-2, 0, n).narrow(-1, n, n)
+
+
+matrix_exp_p = defop("linalg_matrix_exp", inputs=("A",), impl=_matrix_exp, abstract=_same,
+                     node="LinalgMatrixExpBackward0")
+matrix_exp_p.defvjp(_matrix_exp_vjp)

@@ -477,3 +477,15 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """
     check_matrix(L, "cholesky_inverse")
     return cholesky_solve(D._embed(D._diag(L) * 0 + 1), L, upper)
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential ``sum A^k / k!`` of a square matrix, or of each in a batch
+    (``torch.linalg.matrix_exp``, ``torch.matrix_exp``).
+
+    >>> ng.linalg.matrix_exp(ng.zeros(2, 2))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    check_matrix(A, "linalg.matrix_exp")
+    return D.matrix_exp_p(A)

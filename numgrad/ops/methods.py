@@ -364,7 +364,7 @@ import numgrad.ops.matrices as matrices  # noqa: E402
 _METHODS.update({n: getattr(diagonals, n) for n in ("diagonal", "diag_embed", "diag", "trace")})
 _METHODS.update({n: getattr(matrices, n) for n in ("det", "logdet", "inverse", "pinverse",
                                                    "matrix_power", "cholesky_solve",
-                                                   "cholesky_inverse")})
+                                                   "cholesky_inverse", "matrix_exp")})
 _METHODS.update({n: getattr(matrices, n + "_top") for n in ("slogdet", "cholesky", "svd",
                                                             "cross")})
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the

@@ -57,6 +57,8 @@ CASES = {
              [_square(2)]),
     "eigh_upper": (lambda m, a: (m.eigh(a, "U")[1] ** 4).sum(), [_square()]),
     "eigvalsh": (lambda m, a: (m.eigvalsh(a) ** 3).sum(), [_spd()]),
+    "matrix_exp": (lambda m, a: (m.matrix_exp(a) * a.new_tensor(W)).sum(),
+                   [RNG.standard_normal((3, 3, 3)) * np.array([0.1, 1.0, 8.0])[:, None, None]]),
     "matrix_power": (lambda m, a: (m.matrix_power(a, 3) ** 2).sum(), [_square(2)]),
     "matrix_power_negative": (lambda m, a: (m.matrix_power(a, -2) ** 2).sum(), [_square()]),
     "matrix_power_zero": (lambda m, a: (m.matrix_power(a, 0) * a).sum(), [_square()]),
@@ -102,6 +104,7 @@ GRADCHECK = {
     "svd": (lambda a: LA.svd(a, False).U.abs() + LA.svdvals(a).sum(),
             RNG.standard_normal((3, 2))),
     "pinv": (lambda a: LA.pinv(a), RNG.standard_normal((2, 3))),
+    "matrix_exp": (lambda a: LA.matrix_exp(a), RNG.standard_normal((2, 2))),
 }
 
 
@@ -132,7 +135,7 @@ def test_named_tuples_and_float32():
     assert LA.qr(x)._fields == ("Q", "R") and LA.eigh(x)._fields == ("eigenvalues",
                                                                         "eigenvectors")
     assert LA.slogdet(x)._fields == ("sign", "logabsdet")
-    for fn in (LA.inv, LA.det, LA.cholesky, LA.pinv, LA.svdvals):
+    for fn in (LA.inv, LA.det, LA.cholesky, LA.pinv, LA.svdvals, LA.matrix_exp):
         arg = x @ x.mT + 3 * ng.eye(3) if fn is LA.cholesky else x
         assert fn(arg).dtype is ng.float32
     r = LA.qr(x, mode="r")
@@ -179,6 +182,8 @@ NOT_PD = np.array([[[1., 0.], [0., 1.]], [[1., 0.], [0., -1.]]])
     (lambda m, a, b: m.lstsq(a, b), [np.ones((5, 3)), np.ones((4, 2))]),
     (lambda m, a, b: m.lstsq(a, b, driver="foo"), [np.ones((5, 3)), np.ones((5, 2))]),
     (lambda m, a: m.matrix_power(a, 2), [np.ones((2, 3))]),
+    (lambda m, a: m.matrix_exp(a), [np.ones((2, 3))]),
+    (lambda m, a: m.matrix_exp(a), [np.ones((3, 3), np.int64)]),
 ])
 def test_errors_match_torch(fn, arrays):
     _same_error(fn, *arrays)

@@ -108,6 +108,11 @@ def test_top_level_functions_and_methods(name, args):
     _check(lambda x: getattr(x, name)(*args), lambda t: getattr(t, name)(*args), a)
 
 
+def test_top_level_matrix_exp():
+    _check(lambda x: ng.matrix_exp(x), lambda t: torch.matrix_exp(t), SQ / 4)
+    _check(lambda x: x.matrix_exp(), lambda t: t.matrix_exp(), SQ / 4)
+
+
 def test_top_level_svd_slogdet_cholesky():
     a = RNG.standard_normal((4, 3))
     for some in (True, False):
