@@ -137,3 +137,59 @@ def trace(input: Tensor) -> Tensor:
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     return diagonal_p(input, offset=0, dim1=0, dim2=1).sum()
+
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """The square matrix with ``input``'s elements (flattened) on its ``offset`` diagonal
+    (``torch.diagflat``).
+
+    >>> ng.diagflat(ng.tensor([[1., 2.]]))
+    tensor([[1., 0.],
+            [0., 2.]])
+    """
+    _check(input, "diagflat")
+    return diag_embed(input.reshape(-1), offset, 0, 1)
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> Tensor:
+    """``input`` with ``src`` written on its diagonal (``torch.diagonal_scatter``, the
+    out-of-place ``input.diagonal(...).copy_(src)``).
+
+    >>> ng.diagonal_scatter(ng.zeros(2, 2), ng.ones(2))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    _check(input, "diagonal_scatter")
+    d1, d2 = _pair(dim1, dim2, input.ndim)
+    params = dict(offset=int(offset), dim1=d1, dim2=d2)
+    want = _diagonal_shape(tuple(input.shape), **params)
+    if tuple(src.shape) != want:
+        raise RuntimeError("expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(want)}")
+    return _put_diagonal(input, src.to(input.dtype), params)
+
+
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Writes ``fill_value`` on the main diagonal, ``self[i, i, ..., i]`` (every dim of equal
+    size past 2-D); ``wrap=True`` starts it again below a tall matrix's square top
+    (``torch.Tensor.fill_diagonal_``).
+
+    >>> ng.zeros(2, 2).fill_diagonal_(3.0)
+    tensor([[3., 0.],
+            [0., 3.]])
+    """
+    from numgrad.ops.composites import masked_fill
+    from numgrad.ops.inplace import apply_inplace
+    shape = tuple(self.shape)
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    size = int(np.prod(shape))
+    step = sum(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+    end = size if wrap and len(shape) == 2 else min(shape) * step
+    mask = np.zeros(size, bool)
+    mask[0:min(end, size):step] = True
+    where = Tensor._make(mask.reshape(shape)).to(self.device)
+    return apply_inplace(self, masked_fill, where, fill_value)

@@ -361,7 +361,9 @@ _METHODS.update({"__floordiv__": _binary(floor_div.floor_divide),  # int // int 
                  "__irshift__": _inplace_binary(BW.bitwise_right_shift)})
 import numgrad.ops.diagonals as diagonals  # noqa: E402  (linear algebra methods)
 import numgrad.ops.matrices as matrices  # noqa: E402
-_METHODS.update({n: getattr(diagonals, n) for n in ("diagonal", "diag_embed", "diag", "trace")})
+_METHODS.update({n: getattr(diagonals, n) for n in ("diagonal", "diag_embed", "diag", "trace",
+                                                     "diagflat", "diagonal_scatter",
+                                                     "fill_diagonal_")})
 _METHODS.update({n: getattr(matrices, n) for n in ("det", "logdet", "inverse", "pinverse",
                                                    "matrix_power", "cholesky_solve",
                                                    "cholesky_inverse", "matrix_exp")})

@@ -99,6 +99,17 @@ def test_diagonals():
     assert ng.autograd.gradgradcheck(lambda a: ng.diag_embed(ng.diagonal(a, 1) ** 2), (x,))
 
 
+def test_diagflat_diagonal_scatter_fill_diagonal():
+    _check(lambda a: ng.diagflat(a, -1), lambda t: torch.diagflat(t, -1), V)
+    _check(lambda a, b: ng.diagonal_scatter(a, b, 1, 0, 2),
+           lambda t, u: torch.diagonal_scatter(t, u, 1, 0, 2), M, M[0, :, :2].copy())
+    _check(lambda a, b: a.diagonal_scatter(b), lambda t, u: t.diagonal_scatter(u), SQ, SQ[0])
+    for shape, wrap in (((5, 3), True), ((5, 3), False), ((2, 4), False), ((2, 2, 2), False)):
+        a = RNG.standard_normal(shape)
+        _check(lambda x: (x * 2).fill_diagonal_(7.0, wrap),
+               lambda t: (t * 2).fill_diagonal_(7.0, wrap), a)
+
+
 @pytest.mark.parametrize("name, args", [
     ("det", ()), ("logdet", ()), ("inverse", ()), ("pinverse", ()), ("matrix_power", (2,)),
     ("trace", ()), ("diag", ()), ("diagonal", ()), ("diag_embed", ())])
@@ -181,6 +192,9 @@ def test_torch_cross_default_dim_warns():
     (lambda m, a: m.cholesky_solve(a[:1], a), [np.eye(2)]),
     (lambda m, a: m.cholesky_solve(a.double(), a), [np.eye(2, dtype=np.float32)]),
     (lambda m, a: m.cholesky_inverse(a), [np.ones(3)]),
+    (lambda m, a: m.diagonal_scatter(a, a[0, :2]), [np.ones((3, 3))]),
+    (lambda m, a: a.fill_diagonal_(1), [np.ones((2, 3, 2))]),
+    (lambda m, a: a.fill_diagonal_(1), [np.ones(3)]),
 ])
 def test_errors_match_torch(fn, arrays):
     with warnings.catch_warnings():
