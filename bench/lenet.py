@@ -11,8 +11,8 @@ system starts from the same weights and batch; the losses after the timed steps 
 compared, so a system that computes something else shows it. Prints the median step time
 of each system over ``--repeats`` timed steps, the systems taking turns step by step
 (after warm-up steps that include the compiles), and its ratio to torch eager (and the
-fastest step's, steadier where other processes share the cores); draws the
-medians as bars into ``--plot`` and the table beside it (``.txt``).
+fastest step's, and the median CPU time's: both steadier where other processes share the
+cores); draws the medians as bars into ``--plot`` and the table beside it (``.txt``).
 """
 from __future__ import annotations
 
@@ -112,10 +112,12 @@ SYSTEMS = {"torch eager": torch_eager, "torch.compile": torch_compile,
 
 
 def measure(builders, repeats, warmup):
-    """``{name: (median seconds, final loss, fastest seconds)}``. The systems take turns,
-    one step each per
-    round, so a load change on a shared machine falls on all of them alike."""
-    steps, times, losses = {}, {}, {}
+    """``{name: (median seconds, final loss, fastest seconds, median CPU seconds)}``. The
+    systems take turns, one step each per round, so a load change on a shared machine falls
+    on all of them alike. The CPU time (``time.process_time``: this process, one thread)
+    leaves out the time the process waits for a core, which wall time on a busy machine
+    does not."""
+    steps, times, cpu, losses = {}, {}, {}, {}
     for name, build in builders.items():
         try:
             step = build(make_data())
@@ -124,14 +126,15 @@ def measure(builders, repeats, warmup):
         except Exception as e:  # noqa: BLE001 (torch.compile may be unusable here)
             print(f"{name}: unavailable ({type(e).__name__}: {str(e).splitlines()[0][:100]})")
             continue
-        steps[name], times[name] = step, []
+        steps[name], times[name], cpu[name] = step, [], []
     for _ in range(repeats):
         for name, step in steps.items():
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             losses[name] = step()
             times[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
     return {name: (statistics.median(times[name]), float(losses[name].detach()),
-                   min(times[name])) for name in steps}
+                   min(times[name]), statistics.median(cpu[name])) for name in steps}
 
 
 def plot(results, path):
@@ -168,15 +171,14 @@ def main(argv=None):
     common.pin_threads(1)
     results = measure({n: SYSTEMS[n] for n in args.systems.split(",")}, args.repeats,
                       args.warmup)
-    base = results.get("torch eager", (None,))[0]
-    fast = results.get("torch eager", (None,) * 3)[2]
+    base, _, fast, base_cpu = results.get("torch eager", (None,) * 4)
     lines = [f"{'system':28s} {'median ms':>9s} {'ratio':>6s} {'fastest ms':>10s} "
-             f"{'ratio':>6s} {'final loss':>10s}"]
-    for name, (t, loss, best) in results.items():
-        ratio = f"{t / base:.2f}x" if base else "-"
-        ratio_best = f"{best / fast:.2f}x" if fast else "-"
-        lines.append(f"{name:28s} {t * 1e3:9.2f} {ratio:>6s} {best * 1e3:10.2f} "
-                     f"{ratio_best:>6s} {loss:10.6f}")
+             f"{'ratio':>6s} {'CPU ms':>7s} {'ratio':>6s} {'final loss':>10s}"]
+    for name, (t, loss, best, c) in results.items():
+        ratios = [f"{a / b:.2f}x" if b else "-" for a, b in ((t, base), (best, fast),
+                                                              (c, base_cpu))]
+        lines.append(f"{name:28s} {t * 1e3:9.2f} {ratios[0]:>6s} {best * 1e3:10.2f} "
+                     f"{ratios[1]:>6s} {c * 1e3:7.2f} {ratios[2]:>6s} {loss:10.6f}")
     print("\n".join(lines))
     if args.plot:
         print("plot:", plot(results, args.plot))

@@ -44,6 +44,12 @@ from numgrad.ops.bernoulli import bernoulli
 from numgrad.ops.small_math import (isfinite, isnan, isinf, floor, ceil, trunc, frac, square,
                                     reciprocal, rsqrt, lerp, addcmul, addcdiv, dot, outer,
                                     numel, is_tensor, detach)
+from numgrad.ops.diagonals import diagonal, diag_embed, diag, trace, diagflat, diagonal_scatter
+from numgrad.ops.matrices import (det, logdet, inverse, pinverse, matrix_power, cholesky_solve,
+                                  cholesky_inverse, matrix_exp,
+                                  slogdet_top as slogdet, cholesky_top as cholesky, svd_top as svd,
+                                  cross_top as cross)
+from numgrad import linalg
 from numgrad.ops import keywords as _keywords
 _keywords.install(globals())  # out= and axis= on the public functions, as PyTorch's take them
 

@@ -13,6 +13,9 @@ MODULES = ["numgrad", "numgrad.tensor", "numgrad.creation", "numgrad.autograd.en
            "numgrad.autograd.function", "numgrad.autograd.gradcheck", "numgrad.autograd.graph",
            "numgrad.utils.checkpoint", "numgrad.ops.registry", "numgrad.ops.losses",
            "numgrad.ops.threshold", "numgrad.ops.linear"]
+MODULES += ["numgrad.linalg", "numgrad.linalg.norms", "numgrad.linalg.products",
+            "numgrad.linalg.derived", "numgrad.ops.matrices", "numgrad.ops.linalg_ex",
+            "numgrad.ops.diagonals"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -27,6 +30,7 @@ def test_docstring_examples(name):
 import inspect  # noqa: E402
 
 NAMESPACES = {"ng": ng, "ng.nn.functional": ng.nn.functional, "ng.autograd": ng.autograd}
+NAMESPACES["ng.linalg"] = ng.linalg
 
 
 def _public(ns):

@@ -189,10 +189,11 @@ def _check_conv(x, weight, groups, n, transposed=False):
                            % (groups, groups, list(weight.shape)))
 
 
-def _conv_primitive(x, weight, bias):
-    """Whether a convolution runs as ``ops.convolution``'s primitives: eagerly on NumPy
-    payloads, or traced by ``@ng.jit`` for the CPU with no ``vmap`` or forward-mode level
-    around the call (those, and devices, take the composite below, which they know)."""
+def _cpu_primitive(x, weight, bias):
+    """Whether a convolution (or a max pool, ``weight`` and ``bias`` None) runs as its CPU
+    primitives (``ops.convolution``, ``ops.conv.max_pool``): eagerly on NumPy payloads, or
+    traced by ``@ng.jit`` for the CPU with no ``vmap`` or forward-mode level around the call
+    (those, and devices, take the composite, which they know)."""
     if fused(x, weight, bias):
         return True
     if tracing_hook.capture is None or x.device.type != "cpu":
@@ -218,7 +219,7 @@ def _convnd(n, input, weight, bias, stride, padding, dilation, groups, name):
     dilation = _tuple(dilation, n, "dilation")
     pairs = _conv_padding(padding, n, kernel, dilation, stride)
     spatial = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pairs))
-    if (_conv_primitive(x, weight, bias) and all(lo == hi for lo, hi in pairs)
+    if (_cpu_primitive(x, weight, bias) and all(lo == hi for lo, hi in pairs)
             and all(s >= d * (k - 1) + 1 for s, k, d in zip(spatial, kernel, dilation))):
         out = conv(x, weight, bias, stride, [lo for lo, _ in pairs], dilation, groups)
         return ops.squeeze(out, 0) if unbatched else out  # eager: two primitives
@@ -366,11 +367,15 @@ def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode, retur
     geo = _pool_geometry(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
     xp = _constant_pad(x, [(p, p + extra) for p, (_, extra) in zip(padding, geo)], -math.inf)
     out = flat = None
-    # Eagerly on the CPU (NumPy payloads) one primitive, and one for its gradient; traced
-    # (or on a device) the compare chain below, which @ng.jit fuses with the ops around it:
-    # LeNet's jit(value_and_grad) step took 17.1 ms that way against 21.2 ms with the
-    # primitive as a NumPy step (medians of 80 interleaved steps).
-    fused = not return_indices and type(xp._data) is np.ndarray
+    # On the CPU, eagerly or traced by @ng.jit, one primitive, and one Numba pass for its
+    # gradient; with indices, or where ``_cpu_primitive`` says no (a device, a traced vmap
+    # or forward mode), the compare chain below. Traced, the primitive (a NumPy step and a
+    # Numba step between the kernels) took 3-4% less CPU time per LeNet step than the
+    # chain, which @ng.jit fuses with the ops around it but whose gradient is one index_add
+    # step per kernel offset (medians of 60 interleaved steps; the chain had won while the
+    # gradient was NumPy passes).
+    fused = not return_indices and (type(xp._data) is np.ndarray
+                                    or _cpu_primitive(xp, None, None))
     if fused:
         out = max_pool(xp, kernel, stride, dilation, tuple(e for e, _ in geo))
     for offs in () if fused else np.ndindex(*kernel):

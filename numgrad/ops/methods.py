@@ -362,6 +362,16 @@ _METHODS.update({"__floordiv__": _binary(floor_div.floor_divide),  # int // int 
                  "__rshift__": _binary(BW.bitwise_right_shift),
                  "__rrshift__": _binary(BW.bitwise_right_shift, True),
                  "__irshift__": _inplace_binary(BW.bitwise_right_shift)})
+import numgrad.ops.diagonals as diagonals  # noqa: E402  (linear algebra methods)
+import numgrad.ops.matrices as matrices  # noqa: E402
+_METHODS.update({n: getattr(diagonals, n) for n in ("diagonal", "diag_embed", "diag", "trace",
+                                                     "diagflat", "diagonal_scatter",
+                                                     "fill_diagonal_")})
+_METHODS.update({n: getattr(matrices, n) for n in ("det", "logdet", "inverse", "pinverse",
+                                                   "matrix_power", "cholesky_solve",
+                                                   "cholesky_inverse", "matrix_exp")})
+_METHODS.update({n: getattr(matrices, n + "_top") for n in ("slogdet", "cholesky", "svd",
+                                                            "cross")})
 _METHODS.update({"movedim": MD.movedim, "moveaxis": MD.moveaxis, "dist": DI.dist,
                  "bernoulli": BE.bernoulli, "bernoulli_": BE.bernoulli_})
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the

@@ -201,11 +201,18 @@ def _overlap_error():
                         "performing the operation.")
 
 
+# name -> put(inter, new, params): the inverse of a view row defined above this module
+# (``ops.diagonals``' ``diagonal``), filled in by its module.
+PUTS = {}
+
+
 def _put(inter, new, prim, params):
     """The value ``inter`` takes when ``prim(inter)`` (a view of it) becomes ``new``."""
     name = prim.name
     if prim is DETACH:
         return new
+    if name in PUTS:
+        return PUTS[name](inter, new, params)
     if name == "getitem":
         return _late.index_put_p(inter, new, index=params["index"])
     if name == "permute":

@@ -885,6 +885,14 @@ def exercised():
     return seen
 
 
+# numgrad.linalg's rows: values, gradients (torch's and gradcheck's, second order) and errors
+ELSEWHERE.update({n: "tests/linalg/test_decompositions.py" for n in (
+    "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_solve", "linalg_solve_triangular",
+    "linalg_cholesky", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_pinv",
+    "linalg_matrix_exp")})
+ELSEWHERE.update({n: "tests/linalg/test_matrix_functions.py"
+                  for n in ("diagonal", "diagonal_embed")})
+
 def _registry_names():
     from numgrad.ops.registry import REGISTRY
     return sorted(REGISTRY)
