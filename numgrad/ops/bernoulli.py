@@ -56,3 +56,8 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
     """
     return self.copy_(_draw(self, p, generator))
 
+
+# The methods, bound here: ops.methods sits below ops.conv (whose ``named`` this uses), so it
+# cannot import this module; the package imports it.
+Tensor.bernoulli = bernoulli
+Tensor.bernoulli_ = bernoulli_

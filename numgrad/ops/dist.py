@@ -22,3 +22,8 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError("norm(): input dtype should be either floating point or complex. "
                            f"Got {name} instead.")
     return named(norm(diff, p), "DistBackward0")
+
+
+# The method, bound here: ops.methods sits below ops.conv (whose ``named`` this uses), so it
+# cannot import this module; the package imports it.
+Tensor.dist = dist

@@ -33,8 +33,6 @@ import numgrad.ops.bitwise as BW
 import numgrad.ops.trig as trig
 import numgrad.ops.floor_division as floor_div
 import numgrad.ops.movedim as MD
-import numgrad.ops.dist as DI
-import numgrad.ops.bernoulli as BE
 from numgrad.ops.registry import REGISTRY
 from numgrad.ops.wrapped import pow
 from numgrad.ops.device_copy import transfer
@@ -372,8 +370,7 @@ _METHODS.update({n: getattr(matrices, n) for n in ("det", "logdet", "inverse", "
                                                    "cholesky_inverse", "matrix_exp")})
 _METHODS.update({n: getattr(matrices, n + "_top") for n in ("slogdet", "cholesky", "svd",
                                                             "cross")})
-_METHODS.update({"movedim": MD.movedim, "moveaxis": MD.moveaxis, "dist": DI.dist,
-                 "bernoulli": BE.bernoulli, "bernoulli_": BE.bernoulli_})
+_METHODS.update({"movedim": MD.movedim, "moveaxis": MD.moveaxis})
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
 # first is self, so input= is not a method's keyword).
 _METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()
