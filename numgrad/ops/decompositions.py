@@ -121,12 +121,14 @@ def packed_shape(batch, *shapes):
     return tuple(batch) + (sum(math.prod(s) for s in shapes),)
 
 
-def unpack(t, batch, *shapes):
-    """The parts of a packed tensor ``t`` (see the module docstring), of ``shapes``."""
+def unpack(t, batch, *shapes, node="view"):
+    """The parts of a packed tensor ``t`` (see the module docstring), of ``shapes``; a
+    ``node`` name (``"LinalgQrBackward0"``) names their grad_fn, as PyTorch's outputs of
+    the decomposition show it."""
     out, at = [], 0
     for s in shapes:
         n = math.prod(s)
-        out.append(reshape(t.narrow(-1, at, n), tuple(batch) + tuple(s)))
+        out.append(reshape(t.narrow(-1, at, n), tuple(batch) + tuple(s), _op=node))
         at += n
     return out
 
@@ -535,3 +537,20 @@ def _matrix_exp_vjp(g, A):
 matrix_exp_p = defop("linalg_matrix_exp", inputs=("A",), impl=_matrix_exp, abstract=_same,
                      node="LinalgMatrixExpBackward0")
 matrix_exp_p.defvjp(_matrix_exp_vjp)
+
+
+# ------------------------------------------------------------------- the count of nonzeros
+def _count_nonzero_abstract(x, dim, keepdim):
+    shape = tuple(1 if dim is None or i in dim else n for i, n in enumerate(x.shape)) \
+        if keepdim else tuple(n for i, n in enumerate(x.shape) if dim is not None
+                              and i not in dim)
+    return shape, x.dtype
+
+
+# ``vector_norm(x, ord=0)``: PyTorch's node has no gradient for ``x`` (an undefined one: the
+# backward leaves ``x.grad`` None), but it is a node, so the result requires grad.
+norm0_p = defop("linalg_vector_norm0", inputs=("x",), params=("dim", "keepdim"),
+                impl=lambda x, dim, keepdim: np.count_nonzero(
+                    x, axis=dim, keepdims=keepdim).astype(x.dtype),
+                abstract=_count_nonzero_abstract, node="LinalgVectorNormBackward0")
+norm0_p.defvjp(lambda g: None)
