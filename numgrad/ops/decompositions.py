@@ -14,6 +14,9 @@ packed gradient, zeros where a part was unused, and unpacks it the same way; so 
 call serves every part and the backward sees all of their gradients at once, as PyTorch's
 does.
 
+Every row computes each matrix of its operands' leading (batch) dims, broadcast, on its own
+(``leading_batch``): ``ng.func.vmap`` batches them with one call over the examples.
+
 Singular or indefinite input raises ``LinAlgError`` (a RuntimeError, as
 ``torch.linalg.LinAlgError``) with PyTorch's text, when the row runs.
 """
@@ -140,6 +143,11 @@ def pack(batch, *parts):
                -1)
 
 
+def _row(name, **fields):
+    """A LAPACK row: its impl maps over the leading dims (``leading_batch``)."""
+    return defop(name, leading_batch=True, **fields)
+
+
 def _same(A, **_):
     return A.shape, A.dtype
 
@@ -155,8 +163,8 @@ def _inv(a):
                           "matrix is singular.") from None
 
 
-inv_p = defop("linalg_inv", inputs=("A",), impl=_inv, abstract=_same,
-              node="LinalgInvExBackward0")
+inv_p = _row("linalg_inv", inputs=("A",), impl=_inv, abstract=_same,
+             node="LinalgInvExBackward0")
 inv_p.defvjp(lambda g, out: -matmul_p(matmul_p(mT(out), g), mT(out)))
 
 
@@ -165,8 +173,8 @@ def _det_abstract(A):
     return A.shape[:-2], A.dtype
 
 
-det_p = defop("linalg_det", inputs=("A",), impl=lambda a: np.asarray(np.linalg.det(a)),
-              abstract=_det_abstract, node="LinalgDetBackward0")
+det_p = _row("linalg_det", inputs=("A",), impl=lambda a: np.asarray(np.linalg.det(a)),
+             abstract=_det_abstract, node="LinalgDetBackward0")
 
 
 def _det_vjp(g, A, out):
@@ -200,8 +208,8 @@ def _slogdet(a):
     return np.stack([sign, logabs], axis=-1).astype(a.dtype, copy=False)
 
 
-slogdet_p = defop("linalg_slogdet", inputs=("A",), impl=_slogdet, node="LinalgSlogdetBackward0",
-                  abstract=lambda A: (A.shape[:-2] + (2,), A.dtype))
+slogdet_p = _row("linalg_slogdet", inputs=("A",), impl=_slogdet, node="LinalgSlogdetBackward0",
+                 abstract=lambda A: (A.shape[:-2] + (2,), A.dtype))
 slogdet_p.defvjp(lambda g, A: reshape(g.narrow(-1, 1, 1), tuple(g.shape[:-1]) + (1, 1))
                  * mT(inv_p(A)))
 
@@ -224,8 +232,8 @@ def _solve_abstract(A, B):
 
 
 # Both operands are matrices here; ``linalg.solve`` makes a vector B a column first.
-solve_p = defop("linalg_solve", inputs=("A", "B"), impl=_solve, abstract=_solve_abstract,
-                node="LinalgSolveExBackward0")
+solve_p = _row("linalg_solve", inputs=("A", "B"), impl=_solve, abstract=_solve_abstract,
+               node="LinalgSolveExBackward0")
 solve_p.defvjp(lambda g, A, out: -matmul_p(solve_p(mT(A), g), mT(out)),
                lambda g, A: solve_p(mT(A), g))
 
@@ -274,7 +282,7 @@ def _solve_triangular_A(g, A, out, upper, left, unitriangular):
     return -_triangle(gA, upper, unitriangular)
 
 
-solve_triangular_p = defop(
+solve_triangular_p = _row(
     "linalg_solve_triangular", inputs=("A", "B"), params=("upper", "left", "unitriangular"),
     impl=_solve_triangular, node="LinalgSolveTriangularBackward0",
     abstract=lambda A, B, **_: _solve_abstract(A, B))
@@ -308,8 +316,8 @@ def _cholesky_vjp(g, out, upper):
     return 0.5 * (s + mT(s))
 
 
-cholesky_p = defop("linalg_cholesky", inputs=("A",), params=("upper",), impl=_cholesky,
-                   abstract=_same, node="LinalgCholeskyExBackward0")
+cholesky_p = _row("linalg_cholesky", inputs=("A",), params=("upper",), impl=_cholesky,
+                  abstract=_same, node="LinalgCholeskyExBackward0")
 cholesky_p.defvjp(_cholesky_vjp)
 
 
@@ -366,8 +374,8 @@ def _qr_vjp(g, A_shape, out, mode):
     return cat([gx, matmul_p(q, gv)], -1)
 
 
-qr_p = defop("linalg_qr", inputs=("A",), params=("mode",), impl=_qr, abstract=_qr_abstract,
-             node="LinalgQrBackward0")
+qr_p = _row("linalg_qr", inputs=("A",), params=("mode",), impl=_qr, abstract=_qr_abstract,
+            node="LinalgQrBackward0")
 qr_p.defvjp(_qr_vjp)
 
 
@@ -402,10 +410,10 @@ def _eigh_vjp(g, A_shape, out):
     return matmul_p(matmul_p(v, inner), mT(v))
 
 
-eigh_p = defop("linalg_eigh", inputs=("A",), params=("UPLO",), impl=_eigh,
-               node="LinalgEighBackward0",
-               abstract=lambda A, UPLO: (packed_shape(A.shape[:-2], A.shape[-1:], A.shape[-2:]),
-                                         A.dtype))
+eigh_p = _row("linalg_eigh", inputs=("A",), params=("UPLO",), impl=_eigh,
+              node="LinalgEighBackward0",
+              abstract=lambda A, UPLO: (packed_shape(A.shape[:-2], A.shape[-1:], A.shape[-2:]),
+                                        A.dtype))
 eigh_p.defvjp(_eigh_vjp)
 
 
@@ -453,10 +461,10 @@ def _svd_vjp(g, A_shape, out, full_matrices):
     return matmul_p(matmul_p(u, inner), vh)
 
 
-svd_p = defop("linalg_svd", inputs=("A",), params=("full_matrices",), impl=_svd,
-              node="LinalgSvdBackward0",
-              abstract=lambda A, full_matrices: (
-                  packed_shape(A.shape[:-2], *svd_shapes(A.shape, full_matrices)), A.dtype))
+svd_p = _row("linalg_svd", inputs=("A",), params=("full_matrices",), impl=_svd,
+             node="LinalgSvdBackward0",
+             abstract=lambda A, full_matrices: (
+                 packed_shape(A.shape[:-2], *svd_shapes(A.shape, full_matrices)), A.dtype))
 svd_p.defvjp(_svd_vjp)
 
 
@@ -485,10 +493,10 @@ def _pinv_vjp(g, A, out):
             + matmul_p(matmul_p(gh - matmul_p(A, k), out), ph))
 
 
-pinv_p = defop("linalg_pinv", inputs=("A",), params=("atol", "rtol"), impl=_pinv,
-               node="LinalgPinvBackward0",
-               abstract=lambda A, atol, rtol: (A.shape[:-2] + A.shape[-1:] + A.shape[-2:-1],
-                                               A.dtype))
+pinv_p = _row("linalg_pinv", inputs=("A",), params=("atol", "rtol"), impl=_pinv,
+              node="LinalgPinvBackward0",
+              abstract=lambda A, atol, rtol: (A.shape[:-2] + A.shape[-1:] + A.shape[-2:-1],
+                                              A.dtype))
 pinv_p.defvjp(_pinv_vjp)
 
 
@@ -534,8 +542,8 @@ def _matrix_exp_vjp(g, A):
     return matrix_exp_p(block).narrow(-2, 0, n).narrow(-1, n, n)
 
 
-matrix_exp_p = defop("linalg_matrix_exp", inputs=("A",), impl=_matrix_exp, abstract=_same,
-                     node="LinalgMatrixExpBackward0")
+matrix_exp_p = _row("linalg_matrix_exp", inputs=("A",), impl=_matrix_exp, abstract=_same,
+                    node="LinalgMatrixExpBackward0")
 matrix_exp_p.defvjp(_matrix_exp_vjp)
 
 
