@@ -32,6 +32,7 @@ from numgrad.ops.diagonals import diagonal_embed_p, diagonal_p
 from numgrad.ops.dispatch import broadcast_shapes
 from numgrad.ops.layout import reshape, transpose
 from numgrad.ops.linalg import matmul_p
+from numgrad.ops.no_derivative import refuse
 from numgrad.ops.registry import defop
 from numgrad.tensor import Tensor
 
@@ -351,14 +352,16 @@ def _qr_square_vjp(gq, gr, q, r):
 
 
 def _qr_vjp(g, A_shape, out, mode):
+    # No derivative: PyTorch's error when the backward runs (under @ng.jit too; the value
+    # stands for a gradient of A's shape that is never computed).
     if mode == "r":
-        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
-                           "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
-                           "going to differentiate through linalg.qr.")
+        return refuse(g, RuntimeError, "The derivative of linalg.qr depends on Q, which is not "
+                      "computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
+                      "are going to differentiate through linalg.qr.").sum().expand(A_shape)
     m, n = A_shape[-2:]
     if mode == "complete" and m > n:
-        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
-                           "and nrows > ncols.")
+        return refuse(g, RuntimeError, "The QR decomposition is not differentiable when "
+                      "mode='complete' and nrows > ncols.").sum().expand(A_shape)
     batch = tuple(A_shape[:-2])
     shapes = qr_shapes(A_shape, mode)
     q, r = unpack(out, batch, *shapes)
