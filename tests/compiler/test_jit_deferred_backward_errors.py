@@ -95,3 +95,16 @@ def test_grad_transform_needs_the_gradient_at_the_call():
         torch.func.grad(lambda t: (t // 0.3).sum())(torch.tensor(DATA))
     with pytest.raises(RuntimeError, match="derivative for aten::floor_divide"):
         ng.grad(lambda x: (x // 0.3).sum())(ng.tensor(DATA))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's NumPy scalars
+def test_cuda_plan_raises_at_backward_too():
+    if not ng.cuda.is_available():
+        pytest.skip("no CUDA device (nor simulator)")
+    x = ng.tensor(DATA, device="cuda", requires_grad=True)
+    a, b = two_jit(x)
+    b.sum().backward()
+    assert x.grad.cpu().tolist() == [3.0, 3.0]
+    a, _ = two_jit(x)
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide"):
+        a.sum().backward()

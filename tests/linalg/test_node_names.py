@@ -62,3 +62,16 @@ def test_vector_norm_ord_zero_of_a_scalar():
 
 def test_vector_norm_ord_zero_without_grad_is_a_constant():
     assert ng.linalg.vector_norm(ng.tensor([1.0, 0.0]), ord=0).grad_fn is None
+
+
+_count = ng.jit(lambda x: ng.linalg.vector_norm(x, ord=0, dim=1) + x.sum(1))
+
+
+def test_vector_norm_ord_zero_under_jit():
+    data = [[0.0, 1.0, 2.0], [0.0, 0.0, -3.0]]
+    x, t = ng.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    y, ty = _count(x), torch.linalg.vector_norm(t, ord=0, dim=1) + t.sum(1)
+    assert y.tolist() == ty.tolist()
+    y.sum().backward()
+    ty.sum().backward()
+    assert x.grad.tolist() == t.grad.tolist()
