@@ -181,6 +181,22 @@ class Tensor:
         """The number of elements (``torch.Tensor.numel``)."""
         return int(self._data.size)
 
+    def element_size(self) -> int:
+        """The bytes of one element (``torch.Tensor.element_size``): ``ng.ones(2).element_size()``
+        is 4."""
+        return self.dtype.np.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        """The bytes of one element, as ``element_size()`` (``torch.Tensor.itemsize``)."""
+        return self.dtype.np.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the elements, ``numel() * itemsize``, however the storage is shared
+        (``torch.Tensor.nbytes``: an expanded tensor counts every element)."""
+        return self.numel() * self.dtype.np.itemsize
+
     def __len__(self):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")

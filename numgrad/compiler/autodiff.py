@@ -16,11 +16,13 @@ import numpy as np
 from numgrad.autograd import engine
 from numgrad.autograd.graph import Node, paused_saved_hooks
 import numgrad.compiler.pytree as pytree
-from numgrad.compiler.compiled_node import active_backward_node
+from numgrad.compiler.compiled_node import active_backward_node, defined_cotangents
 from numgrad.compiler.ir import Graph
 from numgrad.compiler.random_watch import RandomWatch
 from numgrad.compiler.tracer import Tracer, TracingError
 from numgrad.grad_mode import set_grad_enabled
+from numgrad.ops.no_derivative import Refusal
+from numgrad.ops.structural import hook_p
 from numgrad.ops.views import layout_standin
 from numgrad.tensor import Tensor
 
@@ -173,6 +175,7 @@ def trace(fn, args, kwargs, grad_enabled, name=None, reachable=None, weak=frozen
                                      retain_graph=True, allow_unused=True)
                 for i, g in zip(req_in, gs):
                     grads[i] = None if g is None else tracer.var_of(g._data)
+                gate_refusals(graph, n_fwd, [c._data for c in cts])
                 cot_of = req_out
                 for e in graph.eqns[n_fwd:]:  # the backward band of trace()'s listing/picture
                     e.ann["bwd"] = True
@@ -217,6 +220,38 @@ def _name_cotangents(graph, cts):
         if n not in taken:
             v.hint = n
             graph.reserve([n])  # values made later (by passes) skip the name
+
+
+def gate_refusals(graph, n_fwd, cts):
+    """A missing derivative's rule (``ops.no_derivative``) recorded a hook that raises its
+    error when the backward runs; eager mode raises only where a gradient reaches that node,
+    so each such hook raises only when a cotangent it depends on came (the compiled node
+    passes zeros for the others): ``x // 2, x * 3`` differentiated through ``x * 3`` alone
+    runs, as eagerly."""
+    slot = {v: k for k, v in enumerate(cts)}
+    made = {e.out: e for e in graph.eqns[n_fwd:]}
+    for e in graph.eqns[n_fwd:]:
+        fn = e.params.get("fn") if e.prim is hook_p else None
+        if not isinstance(fn, Refusal):
+            continue
+        deps, todo, seen = set(), list(e.inputs), set()
+        while todo:
+            v = todo.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in slot:
+                deps.add(slot[v])
+            elif v in made:
+                todo.extend(made[v].inputs)
+        fn.needed = _needed(frozenset(deps))
+
+
+def _needed(deps):
+    def needed():
+        defined = defined_cotangents()
+        return defined is None or any(defined[k] for k in deps)
+    return needed
 
 
 class TracedInput(Node):

@@ -27,6 +27,12 @@ def active_backward_node():
     return getattr(_active, "node", None)
 
 
+def defined_cotangents():
+    """Per cotangent slot of the backward program running on this thread, whether a
+    gradient came for it (the others run as zeros); None outside such a run."""
+    return getattr(_active, "defined", None)
+
+
 class CompiledFunctionBackward(Node):
     """The backward of one compiled call; runs the compiled backward program."""
 
@@ -112,15 +118,21 @@ class CompiledFunctionBackward(Node):
             else:  # backward(gradient) may pass another float dtype; torch casts it too
                 d = g._data
                 args.append(d if d.dtype == v.dtype else d.astype(v.dtype))
-        if plan.effects.probed:  # output hooks run inside the program: tell them whose
-            prev = getattr(_active, "node", None)
-            _active.node = self
-            try:
+        # (read by the refusals of missing derivatives: autodiff.gate_refusals)
+        defined, _active.defined = getattr(_active, "defined", None), [g is not None
+                                                                        for g in grads]
+        try:
+            if plan.effects.probed:  # output hooks run inside the program: tell them whose
+                prev = getattr(_active, "node", None)
+                _active.node = self
+                try:
+                    res = plan.bwd(args)
+                finally:
+                    _active.node = prev
+            else:
                 res = plan.bwd(args)
-            finally:
-                _active.node = prev
-        else:
-            res = plan.bwd(args)
+        finally:
+            _active.defined = defined
         make = Tensor._make
         for i, r in zip(plan.grad_pos, res):
             result[i] = make(r)

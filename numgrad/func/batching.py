@@ -6,7 +6,9 @@ carries its batch dimension first (``Batched.value``); any other payload (a NumP
 traced value, a value batched by an outer ``vmap``) is the same for every example. Rules
 are looked up by primitive name first, then by registry ``kind``: the elementwise, compare
 and pointwise kinds share one rule (align ranks, then broadcast), the reductions another
-(shift ``dim`` past the batch dimension). A primitive with neither falls back to a loop over
+(shift ``dim`` past the batch dimension); a row whose impl maps over leading dims
+(``leading_batch``: the LAPACK rows) takes the examples as one more of them. A primitive
+with none of these falls back to a loop over
 the examples and a ``stack``: correct, but one call per example (and unrolled by ``@ng.jit``).
 """
 from __future__ import annotations
@@ -232,6 +234,8 @@ def rule_of(prim):
     """The batching rule of ``prim``, or None (the per-example loop)."""
     if prim.random:
         return _random
+    if prim.leading_batch:  # the examples are one more leading dim, broadcast as the others
+        return _broadcasting
     return RULES.get(prim.name) or KIND_RULES.get(prim.kind)
 
 

@@ -10,8 +10,10 @@ import numbers
 
 from numgrad.dtypes import SCALAR_NAMES
 from numgrad.ops.composites import norm as _pnorm
+from numgrad.ops.decompositions import norm0_p
 from numgrad.ops.layout import _dim
 from numgrad.ops.matrices import svdvals
+from numgrad.ops.reduction import normalize_dims
 from numgrad.tensor import Tensor
 
 
@@ -38,6 +40,9 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         raise TypeError("linalg_vector_norm(): argument 'ord' must be Number, not "
                         f"{type(ord).__name__}")
     x = _floating(x, "vector_norm", dtype)
+    if ord == 0:  # a count: PyTorch's node, with no gradient for x
+        dims = normalize_dims(dim, x.ndim) if x.ndim else None
+        return norm0_p(x, dim=dims, keepdim=bool(keepdim))
     return _pnorm(x, p=float(ord), dim=dim, keepdim=keepdim)
 
 

@@ -14,6 +14,9 @@ packed gradient, zeros where a part was unused, and unpacks it the same way; so 
 call serves every part and the backward sees all of their gradients at once, as PyTorch's
 does.
 
+Every row computes each matrix of its operands' leading (batch) dims, broadcast, on its own
+(``leading_batch``): ``ng.func.vmap`` batches them with one call over the examples.
+
 Singular or indefinite input raises ``LinAlgError`` (a RuntimeError, as
 ``torch.linalg.LinAlgError``) with PyTorch's text, when the row runs.
 """
@@ -29,6 +32,7 @@ from numgrad.ops.diagonals import diagonal_embed_p, diagonal_p
 from numgrad.ops.dispatch import broadcast_shapes
 from numgrad.ops.layout import reshape, transpose
 from numgrad.ops.linalg import matmul_p
+from numgrad.ops.no_derivative import refuse
 from numgrad.ops.registry import defop
 from numgrad.tensor import Tensor
 
@@ -121,12 +125,14 @@ def packed_shape(batch, *shapes):
     return tuple(batch) + (sum(math.prod(s) for s in shapes),)
 
 
-def unpack(t, batch, *shapes):
-    """The parts of a packed tensor ``t`` (see the module docstring), of ``shapes``."""
+def unpack(t, batch, *shapes, node="view"):
+    """The parts of a packed tensor ``t`` (see the module docstring), of ``shapes``; a
+    ``node`` name (``"LinalgQrBackward0"``) names their grad_fn, as PyTorch's outputs of
+    the decomposition show it."""
     out, at = [], 0
     for s in shapes:
         n = math.prod(s)
-        out.append(reshape(t.narrow(-1, at, n), tuple(batch) + tuple(s)))
+        out.append(reshape(t.narrow(-1, at, n), tuple(batch) + tuple(s), _op=node))
         at += n
     return out
 
@@ -136,6 +142,11 @@ def pack(batch, *parts):
     from numgrad.ops.layout import cat
     return cat([reshape(p, tuple(batch) + (math.prod(p.shape[len(batch):]),)) for p in parts],
                -1)
+
+
+def _row(name, **fields):
+    """A LAPACK row: its impl maps over the leading dims (``leading_batch``)."""
+    return defop(name, leading_batch=True, **fields)
 
 
 def _same(A, **_):
@@ -153,8 +164,8 @@ def _inv(a):
                           "matrix is singular.") from None
 
 
-inv_p = defop("linalg_inv", inputs=("A",), impl=_inv, abstract=_same,
-              node="LinalgInvExBackward0")
+inv_p = _row("linalg_inv", inputs=("A",), impl=_inv, abstract=_same,
+             node="LinalgInvExBackward0")
 inv_p.defvjp(lambda g, out: -matmul_p(matmul_p(mT(out), g), mT(out)))
 
 
@@ -163,8 +174,8 @@ def _det_abstract(A):
     return A.shape[:-2], A.dtype
 
 
-det_p = defop("linalg_det", inputs=("A",), impl=lambda a: np.asarray(np.linalg.det(a)),
-              abstract=_det_abstract, node="LinalgDetBackward0")
+det_p = _row("linalg_det", inputs=("A",), impl=lambda a: np.asarray(np.linalg.det(a)),
+             abstract=_det_abstract, node="LinalgDetBackward0")
 
 
 def _det_vjp(g, A, out):
@@ -198,8 +209,8 @@ def _slogdet(a):
     return np.stack([sign, logabs], axis=-1).astype(a.dtype, copy=False)
 
 
-slogdet_p = defop("linalg_slogdet", inputs=("A",), impl=_slogdet, node="LinalgSlogdetBackward0",
-                  abstract=lambda A: (A.shape[:-2] + (2,), A.dtype))
+slogdet_p = _row("linalg_slogdet", inputs=("A",), impl=_slogdet, node="LinalgSlogdetBackward0",
+                 abstract=lambda A: (A.shape[:-2] + (2,), A.dtype))
 slogdet_p.defvjp(lambda g, A: reshape(g.narrow(-1, 1, 1), tuple(g.shape[:-1]) + (1, 1))
                  * mT(inv_p(A)))
 
@@ -222,8 +233,8 @@ def _solve_abstract(A, B):
 
 
 # Both operands are matrices here; ``linalg.solve`` makes a vector B a column first.
-solve_p = defop("linalg_solve", inputs=("A", "B"), impl=_solve, abstract=_solve_abstract,
-                node="LinalgSolveExBackward0")
+solve_p = _row("linalg_solve", inputs=("A", "B"), impl=_solve, abstract=_solve_abstract,
+               node="LinalgSolveExBackward0")
 solve_p.defvjp(lambda g, A, out: -matmul_p(solve_p(mT(A), g), mT(out)),
                lambda g, A: solve_p(mT(A), g))
 
@@ -272,7 +283,7 @@ def _solve_triangular_A(g, A, out, upper, left, unitriangular):
     return -_triangle(gA, upper, unitriangular)
 
 
-solve_triangular_p = defop(
+solve_triangular_p = _row(
     "linalg_solve_triangular", inputs=("A", "B"), params=("upper", "left", "unitriangular"),
     impl=_solve_triangular, node="LinalgSolveTriangularBackward0",
     abstract=lambda A, B, **_: _solve_abstract(A, B))
@@ -306,8 +317,8 @@ def _cholesky_vjp(g, out, upper):
     return 0.5 * (s + mT(s))
 
 
-cholesky_p = defop("linalg_cholesky", inputs=("A",), params=("upper",), impl=_cholesky,
-                   abstract=_same, node="LinalgCholeskyExBackward0")
+cholesky_p = _row("linalg_cholesky", inputs=("A",), params=("upper",), impl=_cholesky,
+                  abstract=_same, node="LinalgCholeskyExBackward0")
 cholesky_p.defvjp(_cholesky_vjp)
 
 
@@ -341,14 +352,16 @@ def _qr_square_vjp(gq, gr, q, r):
 
 
 def _qr_vjp(g, A_shape, out, mode):
+    # No derivative: PyTorch's error when the backward runs (under @ng.jit too; the value
+    # stands for a gradient of A's shape that is never computed).
     if mode == "r":
-        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
-                           "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
-                           "going to differentiate through linalg.qr.")
+        return refuse(g, RuntimeError, "The derivative of linalg.qr depends on Q, which is not "
+                      "computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
+                      "are going to differentiate through linalg.qr.").sum().expand(A_shape)
     m, n = A_shape[-2:]
     if mode == "complete" and m > n:
-        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
-                           "and nrows > ncols.")
+        return refuse(g, RuntimeError, "The QR decomposition is not differentiable when "
+                      "mode='complete' and nrows > ncols.").sum().expand(A_shape)
     batch = tuple(A_shape[:-2])
     shapes = qr_shapes(A_shape, mode)
     q, r = unpack(out, batch, *shapes)
@@ -364,8 +377,8 @@ def _qr_vjp(g, A_shape, out, mode):
     return cat([gx, matmul_p(q, gv)], -1)
 
 
-qr_p = defop("linalg_qr", inputs=("A",), params=("mode",), impl=_qr, abstract=_qr_abstract,
-             node="LinalgQrBackward0")
+qr_p = _row("linalg_qr", inputs=("A",), params=("mode",), impl=_qr, abstract=_qr_abstract,
+            node="LinalgQrBackward0")
 qr_p.defvjp(_qr_vjp)
 
 
@@ -400,10 +413,10 @@ def _eigh_vjp(g, A_shape, out):
     return matmul_p(matmul_p(v, inner), mT(v))
 
 
-eigh_p = defop("linalg_eigh", inputs=("A",), params=("UPLO",), impl=_eigh,
-               node="LinalgEighBackward0",
-               abstract=lambda A, UPLO: (packed_shape(A.shape[:-2], A.shape[-1:], A.shape[-2:]),
-                                         A.dtype))
+eigh_p = _row("linalg_eigh", inputs=("A",), params=("UPLO",), impl=_eigh,
+              node="LinalgEighBackward0",
+              abstract=lambda A, UPLO: (packed_shape(A.shape[:-2], A.shape[-1:], A.shape[-2:]),
+                                        A.dtype))
 eigh_p.defvjp(_eigh_vjp)
 
 
@@ -451,10 +464,10 @@ def _svd_vjp(g, A_shape, out, full_matrices):
     return matmul_p(matmul_p(u, inner), vh)
 
 
-svd_p = defop("linalg_svd", inputs=("A",), params=("full_matrices",), impl=_svd,
-              node="LinalgSvdBackward0",
-              abstract=lambda A, full_matrices: (
-                  packed_shape(A.shape[:-2], *svd_shapes(A.shape, full_matrices)), A.dtype))
+svd_p = _row("linalg_svd", inputs=("A",), params=("full_matrices",), impl=_svd,
+             node="LinalgSvdBackward0",
+             abstract=lambda A, full_matrices: (
+                 packed_shape(A.shape[:-2], *svd_shapes(A.shape, full_matrices)), A.dtype))
 svd_p.defvjp(_svd_vjp)
 
 
@@ -483,10 +496,10 @@ def _pinv_vjp(g, A, out):
             + matmul_p(matmul_p(gh - matmul_p(A, k), out), ph))
 
 
-pinv_p = defop("linalg_pinv", inputs=("A",), params=("atol", "rtol"), impl=_pinv,
-               node="LinalgPinvBackward0",
-               abstract=lambda A, atol, rtol: (A.shape[:-2] + A.shape[-1:] + A.shape[-2:-1],
-                                               A.dtype))
+pinv_p = _row("linalg_pinv", inputs=("A",), params=("atol", "rtol"), impl=_pinv,
+              node="LinalgPinvBackward0",
+              abstract=lambda A, atol, rtol: (A.shape[:-2] + A.shape[-1:] + A.shape[-2:-1],
+                                              A.dtype))
 pinv_p.defvjp(_pinv_vjp)
 
 
@@ -532,6 +545,23 @@ def _matrix_exp_vjp(g, A):
     return matrix_exp_p(block).narrow(-2, 0, n).narrow(-1, n, n)
 
 
-matrix_exp_p = defop("linalg_matrix_exp", inputs=("A",), impl=_matrix_exp, abstract=_same,
-                     node="LinalgMatrixExpBackward0")
+matrix_exp_p = _row("linalg_matrix_exp", inputs=("A",), impl=_matrix_exp, abstract=_same,
+                    node="LinalgMatrixExpBackward0")
 matrix_exp_p.defvjp(_matrix_exp_vjp)
+
+
+# ------------------------------------------------------------------- the count of nonzeros
+def _count_nonzero_abstract(x, dim, keepdim):
+    shape = tuple(1 if dim is None or i in dim else n for i, n in enumerate(x.shape)) \
+        if keepdim else tuple(n for i, n in enumerate(x.shape) if dim is not None
+                              and i not in dim)
+    return shape, x.dtype
+
+
+# ``vector_norm(x, ord=0)``: PyTorch's node has no gradient for ``x`` (an undefined one: the
+# backward leaves ``x.grad`` None), but it is a node, so the result requires grad.
+norm0_p = defop("linalg_vector_norm0", inputs=("x",), params=("dim", "keepdim"),
+                impl=lambda x, dim, keepdim: np.count_nonzero(
+                    x, axis=dim, keepdims=keepdim).astype(x.dtype),
+                abstract=_count_nonzero_abstract, node="LinalgVectorNormBackward0")
+norm0_p.defvjp(lambda g: None)

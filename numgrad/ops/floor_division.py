@@ -13,6 +13,7 @@ import numpy as np
 
 import numgrad.ops.elementwise as E
 import numgrad.ops.scalar_helpers as H
+from numgrad.ops.no_derivative import refuse
 from numgrad.ops.registry import Api, defop
 from numgrad.ops.special import refuse_integer_zero_divisor
 
@@ -30,8 +31,8 @@ def _bools(operands):
     return None
 
 
-def _no_derivative(g, x, y):
-    raise RuntimeError("derivative for aten::floor_divide is not implemented")
+def _no_derivative(g):  # raises at backward, eager or compiled (ops.no_derivative)
+    return refuse(g, RuntimeError, "derivative for aten::floor_divide is not implemented")
 
 
 floor_divide = defop(

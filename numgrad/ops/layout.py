@@ -23,7 +23,9 @@ _PERMUTE_NAMES = {"permute": "PermuteBackward0", "transpose": "TransposeBackward
 reshape_p = defop("reshape", kind="layout", inputs=("x",), params=("shape", "op"), view=True,
                   impl=lambda x, shape, op: np.reshape(x, shape),
                   abstract=lambda x, shape, op: (tuple(shape), x.dtype),
-                  node=lambda p, s: _RESHAPE_NAMES[p["op"]], cost=Cost(cheap=True))
+                  # An op not named here is the node name itself: the parts of a packed
+                  # decomposition (ops.decompositions.unpack) are named after it, as PyTorch's.
+                  node=lambda p, s: _RESHAPE_NAMES.get(p["op"], p["op"]), cost=Cost(cheap=True))
 permute_p = defop("permute", inputs=("x",), params=("dims", "op"), view=True,
                   impl=lambda x, dims, op: np.transpose(x, dims),
                   abstract=lambda x, dims, op: (tuple(x.shape[d] for d in dims), x.dtype),

@@ -19,7 +19,7 @@ from numgrad.dtypes import SCALAR_NAMES
 from numgrad.ops.composites import roll
 from numgrad.ops.decompositions import check_matrix, mT
 from numgrad.ops.dispatch import broadcast_shapes
-from numgrad.ops.layout import _dim
+from numgrad.ops.layout import _dim, reshape_p
 from numgrad.ops.linalg import matmul_p
 from numgrad.tensor import Tensor
 
@@ -205,8 +205,9 @@ def qr(A: Tensor, mode: str = "reduced") -> tuple:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
     check_matrix(A, "linalg.qr", square=False)
-    q, r = D.unpack(D.qr_p(A, mode=mode), A.shape[:-2], *D.qr_shapes(A.shape, mode))
-    return linalg_qr(q.reshape(0) if mode == "r" else q, r)
+    q, r = D.unpack(D.qr_p(A, mode=mode), A.shape[:-2], *D.qr_shapes(A.shape, mode),
+                    node="LinalgQrBackward0")
+    return linalg_qr(reshape_p(q, shape=(0,), op="LinalgQrBackward0") if mode == "r" else q, r)
 
 
 def eigh(A: Tensor, UPLO: str = "L") -> tuple:
@@ -224,7 +225,8 @@ def eigh(A: Tensor, UPLO: str = "L") -> tuple:
         raise NotImplementedError(f'"linalg_eigh_cpu" not implemented for '
                                   f"'{SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}'")
     n = A.shape[-1]
-    w, v = D.unpack(D.eigh_p(A, UPLO=UPLO), A.shape[:-2], (n,), (n, n))
+    w, v = D.unpack(D.eigh_p(A, UPLO=UPLO), A.shape[:-2], (n,), (n, n),
+                    node="LinalgEighBackward0")
     return linalg_eigh(w, v)
 
 
@@ -247,7 +249,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None) -> tuple:
     check_matrix(A, "linalg.svd", square=False)
     shapes = D.svd_shapes(A.shape, bool(full_matrices))
     return linalg_svd(*D.unpack(D.svd_p(A, full_matrices=bool(full_matrices)), A.shape[:-2],
-                                *shapes))
+                                *shapes, node="LinalgSvdBackward0"))
 
 
 def svdvals(A: Tensor, *, driver=None) -> Tensor:

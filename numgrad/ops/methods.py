@@ -371,6 +371,8 @@ _METHODS.update({n: getattr(matrices, n) for n in ("det", "logdet", "inverse", "
 _METHODS.update({n: getattr(matrices, n + "_top") for n in ("slogdet", "cholesky", "svd",
                                                             "cross")})
 _METHODS.update({"movedim": MD.movedim, "moveaxis": MD.moveaxis})
+import numgrad.ops.view_dtype as view_dtype  # noqa: E402  (view(dtype) besides view(*shape))
+_METHODS["view"] = view_dtype.view
 # PyTorch's keyword names: axis= wherever dim= is taken, other= for a second operand (the
 # first is self, so input= is not a method's keyword).
 _METHODS.update({n: keywords.with_keywords(f, names) for n, f in _METHODS.items()

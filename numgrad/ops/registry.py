@@ -61,6 +61,9 @@ Registration format (one ``defop`` call per primitive, like a row of PyTorch's
   beats saving it (default: the elementwise and compare kinds); ``pairs``,
   ``(group, slot)`` for ops computed together when both read one argument (sin/cos);
   ``blas``, it runs a BLAS call (its threads fight the kernels').
+- ``leading_batch``: the impl maps over the operands' leading dims, broadcasting them
+  (the LAPACK rows: matrices in the last two dims); ``ng.func.vmap`` batches it by making
+  the vmapped dim one more of them, in one call, where others loop over the examples.
 - ``effects``: what it does besides computing its output: ``"stop_gradient"`` (detach:
   the identity at run time), ``"calls_user"`` (hook: never folded, merged or dropped).
 - ``check(operands)``: for operands PyTorch refuses that NumPy would take (bools in
@@ -237,6 +240,7 @@ class Primitive:
     effects: tuple = ()
     broadcasts: bool = False  # output = input broadcast: never folded into a big const
     jit: bool = True         # False: @ng.jit refuses it (a TracingError)
+    leading_batch: bool = False  # impl maps over its operands' leading dims (broadcast)
     helpers: tuple = ()      # the Helper rows its lowering calls
     api: Api = None          # how it is public (None: internal)
     variadic: bool = field(init=False)

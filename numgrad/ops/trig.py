@@ -14,6 +14,7 @@ import numpy as np
 import numgrad.ops.elementwise as E
 import numgrad.ops.scalar_helpers as H
 from numgrad.ops.inplace import apply_inplace
+from numgrad.ops.no_derivative import refuse
 from numgrad.ops.registry import Api, Cost, defop
 
 
@@ -100,9 +101,9 @@ rad2deg = _scaling("rad2deg", 180 / math.pi, "Radians to degrees, ``input * 180 
 # out-of-place one (same impl and kernel, another node and rule) that only the in-place
 # method uses; without grad it computes what the out-of-place row does.
 def _no_derivative(name):
-    def vjp(g, x):
-        raise NotImplementedError(f"the derivative for 'inplace version of {name}' is not "
-                                  "implemented.")
+    def vjp(g):  # raises at backward, eager or compiled (ops.no_derivative)
+        return refuse(g, NotImplementedError, f"the derivative for 'inplace version of {name}' "
+                      "is not implemented.")
     return vjp
 
 
