@@ -147,9 +147,9 @@ def _pool_route(a, x, kernel, stride, dilation, extent, scatter):
     a3, x3 = window_kernels.as3d(a, n), window_kernels.as3d(x, n)
     if scatter and all((di == 1 or ki == 1) and si == ki and ei * si == size
                        for ki, si, di, ei, size in zip(k, st, d, e, x3.shape[1:])):
-        out = window_kernels.kernel("pool_scatter_tiled")(a3, x3, *k)
+        out = window_kernels.kernel("pool_scatter_tiled", a3.dtype)(a3, x3, *k)
     else:
-        out = window_kernels.kernel("pool_route")(a3, x3, *k, *st, *d, *e, scatter)
+        out = window_kernels.kernel("pool_route", a3.dtype)(a3, x3, *k, *st, *d, *e, scatter)
     return out.reshape(tuple(x.shape) if scatter else _pooled_shape(x, kernel, extent))
 
 

@@ -73,7 +73,7 @@ def _windows_add(g, shape, kernel, stride, dilation, padding):
     if n == 1:  # one row high: (k, C, o, N) -> (1, k, C, 1, o, N), no padding above
         d = d.reshape((1,) + d.shape[:2] + (1,) + d.shape[2:])
         pd = (0, pd[1])
-    acc = window_kernels.kernel("windows_add")(d, shape[0], shape[1], *sp, *k, *st, *dl, *pd)
+    acc = window_kernels.kernel("windows_add", d.dtype)(d, shape[0], shape[1], *sp, *k, *st, *dl, *pd)
     return np.ascontiguousarray(acc.transpose(3, 0, 1, 2)).reshape(shape)
 
 
