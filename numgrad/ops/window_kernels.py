@@ -41,6 +41,8 @@ _SIGNATURES = {
     "pool_route": "({a}[:, :, ::1], {a}[:, :, ::1], " + "int64, " * 8 + "boolean)",
     "pool_scatter_tiled": "({a}[:, :, ::1], {a}[:, :, ::1], int64, int64)",
     "windows_add": "({a}[:, :, :, :, :, ::1], " + ", ".join(["int64"] * 12) + ")",
+    "pool_max_2x2": "({a}[:, :, ::1], int64, int64)",
+    "pool_scatter_2x2": "({a}[:, :, ::1], {a}[:, :, ::1])",
 }
 _EAGER_DTYPES = ("float32", "float64")  # what a signature is written for up front
 
@@ -174,6 +176,58 @@ def _pool_scatter_tiled(a, x, kh, kw):
             for j in range(ow):
                 br, bc = _winner(x, b, i * kh, j * kw, kh, kw, 1, 1, out, True)
                 out[b, br, bc] = a[b, i, j]
+    return out
+
+
+# LeNet's pools (2x2, stride 2, no remainder) get loops of their own: the window's four
+# elements read by name and the winner chosen with selects, not branches, so LLVM
+# vectorizes along the row. One thread, LeNet's shapes (CPU-time medians of 300 calls):
+# the forward max 0.23 -> 0.11 ms (first pool; NumPy's passes per offset) and 0.11 ->
+# 0.04 ms (second), the scatter 0.54 -> 0.32 and 0.18 -> 0.12 ms (``_pool_scatter_tiled``).
+def _pool_max_2x2(x, oh, ow):
+    """The maxima of the 2x2 windows (stride 2) of ``x`` ``(B, 2 oh, 2 ow)``, chosen as
+    ``_winner`` does (the first maximum, the last NaN)."""
+    nb = x.shape[0]
+    out = np.empty((nb, oh, ow), x.dtype)
+    for b in range(nb):
+        for i in range(oh):
+            r = 2 * i
+            for j in range(ow):
+                c = 2 * j
+                v1, v2, v3 = x[b, r, c + 1], x[b, r + 1, c], x[b, r + 1, c + 1]
+                best = x[b, r, c]
+                best = v1 if (v1 > best) | (v1 != v1) else best
+                best = v2 if (v2 > best) | (v2 != v2) else best
+                best = v3 if (v3 > best) | (v3 != v3) else best
+                out[b, i, j] = best
+    return out
+
+
+def _pool_scatter_2x2(a, x):
+    """``_pool_scatter_tiled`` for 2x2 windows (stride 2) tiling ``x``."""
+    nb, oh, ow = a.shape
+    out = np.empty(x.shape, a.dtype)
+    zero = np.zeros(1, a.dtype)[0]
+    for b in range(nb):
+        for i in range(oh):
+            r = 2 * i
+            for j in range(ow):
+                c = 2 * j
+                v1, v2, v3 = x[b, r, c + 1], x[b, r + 1, c], x[b, r + 1, c + 1]
+                best = x[b, r, c]
+                k = 0
+                w = (v1 > best) | (v1 != v1)
+                best = v1 if w else best
+                k = 1 if w else k
+                w = (v2 > best) | (v2 != v2)
+                best = v2 if w else best
+                k = 2 if w else k
+                k = 3 if (v3 > best) | (v3 != v3) else k
+                g = a[b, i, j]
+                out[b, r, c] = g if k == 0 else zero
+                out[b, r, c + 1] = g if k == 1 else zero
+                out[b, r + 1, c] = g if k == 2 else zero
+                out[b, r + 1, c + 1] = g if k == 3 else zero
     return out
 
 
