@@ -85,7 +85,8 @@ def source(dt):
     import inspect
     parts = [f'"""ops.window_kernels\' loops for {dt} arrays."""\nimport numba\n'
              "import numpy as np\n",
-             '@numba.njit(inline="always", nogil=True)\n' + inspect.getsource(_winner)]
+             *('@numba.njit(inline="always", nogil=True)\n' + inspect.getsource(f)
+               for f in (_winner, _winner_2x2))]
     for name in _SIGNATURES:
         parts.append("@numba.njit(nogil=True, cache=True)\n"
                      + inspect.getsource(globals()["_" + name]))
@@ -184,22 +185,33 @@ def _pool_scatter_tiled(a, x, kh, kw):
 # vectorizes along the row. One thread, LeNet's shapes (CPU-time medians of 300 calls):
 # the forward max 0.23 -> 0.11 ms (first pool; NumPy's passes per offset) and 0.11 ->
 # 0.04 ms (second), the scatter 0.54 -> 0.32 and 0.18 -> 0.12 ms (``_pool_scatter_tiled``).
+def _winner_2x2(x, b, r, c):
+    """The maximum of ``x[b]``'s 2x2 window at ``(r, c)`` and its offset in row-major order
+    (0-3), chosen as ``_winner`` does (the first maximum, the last NaN), by selects;
+    inlined into the loops, as ``_winner``."""
+    v1, v2, v3 = x[b, r, c + 1], x[b, r + 1, c], x[b, r + 1, c + 1]
+    best = x[b, r, c]
+    k = 0
+    w = (v1 > best) | (v1 != v1)
+    best = v1 if w else best
+    k = 1 if w else k
+    w = (v2 > best) | (v2 != v2)
+    best = v2 if w else best
+    k = 2 if w else k
+    w = (v3 > best) | (v3 != v3)
+    best = v3 if w else best
+    k = 3 if w else k
+    return best, k
+
+
 def _pool_max_2x2(x, oh, ow):
-    """The maxima of the 2x2 windows (stride 2) of ``x`` ``(B, 2 oh, 2 ow)``, chosen as
-    ``_winner`` does (the first maximum, the last NaN)."""
+    """The maxima of the 2x2 windows (stride 2) of ``x`` ``(B, 2 oh, 2 ow)``."""
     nb = x.shape[0]
     out = np.empty((nb, oh, ow), x.dtype)
     for b in range(nb):
         for i in range(oh):
-            r = 2 * i
             for j in range(ow):
-                c = 2 * j
-                v1, v2, v3 = x[b, r, c + 1], x[b, r + 1, c], x[b, r + 1, c + 1]
-                best = x[b, r, c]
-                best = v1 if (v1 > best) | (v1 != v1) else best
-                best = v2 if (v2 > best) | (v2 != v2) else best
-                best = v3 if (v3 > best) | (v3 != v3) else best
-                out[b, i, j] = best
+                out[b, i, j] = _winner_2x2(x, b, 2 * i, 2 * j)[0]
     return out
 
 
@@ -213,16 +225,7 @@ def _pool_scatter_2x2(a, x):
             r = 2 * i
             for j in range(ow):
                 c = 2 * j
-                v1, v2, v3 = x[b, r, c + 1], x[b, r + 1, c], x[b, r + 1, c + 1]
-                best = x[b, r, c]
-                k = 0
-                w = (v1 > best) | (v1 != v1)
-                best = v1 if w else best
-                k = 1 if w else k
-                w = (v2 > best) | (v2 != v2)
-                best = v2 if w else best
-                k = 2 if w else k
-                k = 3 if (v3 > best) | (v3 != v3) else k
+                k = _winner_2x2(x, b, r, c)[1]
                 g = a[b, i, j]
                 out[b, r, c] = g if k == 0 else zero
                 out[b, r, c + 1] = g if k == 1 else zero
