@@ -37,6 +37,7 @@ from numgrad.defaults import (set_default_dtype, get_default_dtype, set_default_
 from numgrad import accelerator
 from numgrad import cuda
 from numgrad.cuda import eager as _cuda_eager
+from numgrad.ops import window_kernels as _window_kernels
 from numgrad.ops.masked import masked_select, nonzero, argwhere, unique
 from numgrad.ops.movedim import movedim, moveaxis
 from numgrad.ops.dist import dist
@@ -72,6 +73,16 @@ def _cuda_op_compiler():
 
 
 _cuda_eager.load_compiler = _cuda_op_compiler
+
+
+def _window_loops_loader(source):
+    # The ops' window loops (below the compiler) load through the compiler's verified disk
+    # cache; the package, above both, joins them on the loops' first use.
+    from numgrad.compiler.backends.cpu import window_loops
+    return window_loops.load(source)
+
+
+_window_kernels.load_module = _window_loops_loader
 
 
 def __getattr__(name):

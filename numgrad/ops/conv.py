@@ -135,7 +135,17 @@ def _pool_max(x, kernel, stride, dilation, extent):
     return best
 
 
+def _tiles_2x2(x, kernel, stride, dilation):
+    # LeNet's pools: 2x2 windows, stride 2, of floats (``window_kernels``' own loops)
+    return (tuple(kernel) == (2, 2) == tuple(stride) and tuple(dilation) == (1, 1)
+            and x.dtype.char in "fd")
+
+
 def _np_max_pool(x, kernel, stride, dilation, extent):
+    if _tiles_2x2(x, kernel, stride, dilation):
+        out = window_kernels.kernel("pool_max_2x2", x.dtype)(window_kernels.as3d(x, 2),
+                                                             *extent)
+        return out.reshape(_pooled_shape(x, kernel, extent))
     return _pool_max(x, kernel, stride, dilation, extent)
 
 
@@ -147,9 +157,12 @@ def _pool_route(a, x, kernel, stride, dilation, extent, scatter):
     a3, x3 = window_kernels.as3d(a, n), window_kernels.as3d(x, n)
     if scatter and all((di == 1 or ki == 1) and si == ki and ei * si == size
                        for ki, si, di, ei, size in zip(k, st, d, e, x3.shape[1:])):
-        out = window_kernels.kernel("pool_scatter_tiled")(a3, x3, *k)
+        if _tiles_2x2(x3, kernel, stride, dilation) and a3.dtype == x3.dtype:
+            out = window_kernels.kernel("pool_scatter_2x2", a3.dtype)(a3, x3)
+        else:
+            out = window_kernels.kernel("pool_scatter_tiled", a3.dtype)(a3, x3, *k)
     else:
-        out = window_kernels.kernel("pool_route")(a3, x3, *k, *st, *d, *e, scatter)
+        out = window_kernels.kernel("pool_route", a3.dtype)(a3, x3, *k, *st, *d, *e, scatter)
     return out.reshape(tuple(x.shape) if scatter else _pooled_shape(x, kernel, extent))
 
 

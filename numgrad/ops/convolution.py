@@ -73,7 +73,7 @@ def _windows_add(g, shape, kernel, stride, dilation, padding):
     if n == 1:  # one row high: (k, C, o, N) -> (1, k, C, 1, o, N), no padding above
         d = d.reshape((1,) + d.shape[:2] + (1,) + d.shape[2:])
         pd = (0, pd[1])
-    acc = window_kernels.kernel("windows_add")(d, shape[0], shape[1], *sp, *k, *st, *dl, *pd)
+    acc = window_kernels.kernel("windows_add", d.dtype)(d, shape[0], shape[1], *sp, *k, *st, *dl, *pd)
     return np.ascontiguousarray(acc.transpose(3, 0, 1, 2)).reshape(shape)
 
 
@@ -141,7 +141,11 @@ def _weight_grad(g, cols, groups, w_shape):
     c4, w3 = _split(cols.shape, w_shape, groups)
     g4 = g.reshape(c4[:2] + (w3[1], c4[3]))
     dw = np.matmul(cols.reshape(c4), g4.transpose(0, 1, 3, 2)).sum(0)
-    return np.ascontiguousarray(dw.transpose(0, 2, 1)).reshape(w_shape)
+    # written into an array of the weight's shape, not a reshaped copy: a view's base might
+    # be shared, so autograd would copy it again to make it ``.grad``
+    out = np.empty(tuple(w_shape), dw.dtype)
+    out.reshape(w3)[...] = dw.transpose(0, 2, 1)
+    return out
 
 
 conv_p = defop("conv", inputs=("cols", "w", "b"), params=("groups",), impl=_conv,

@@ -106,3 +106,21 @@ def test_jit_runs_the_pool_primitive_and_agrees_with_torch_on_ties_and_nan():
     # the plan runs the primitive and its Numba gradient, not the compare chain
     prims = {e.prim.name for e in _pooled_loss.trace(nx).eqns}
     assert {"max_pool", "max_pool_scatter"} <= prims and "gt" not in prims
+
+
+@pytest.mark.parametrize("dtype,shape", [(np.float32, (2, 3, 6, 8)), (np.float64, (1, 2, 5, 7))])
+def test_2x2_pools_own_loops_match_torch_on_nan_inf_ties_and_a_remainder(dtype, shape):
+    # 2x2 stride 2 (LeNet's pools) runs window_kernels' 2x2 loops; an odd size leaves a
+    # remainder the forward skips (and the scatter, then not tiling, leaves to the route)
+    x = RNG.integers(-2, 3, shape).astype(dtype)
+    x[0, 0, 0, 1] = x[0, 0, 1, 0] = np.nan  # two NaNs in a window: the last one wins
+    x[0, 1, :2, :2] = -np.inf
+    g = RNG.standard_normal((shape[0], shape[1], shape[2] // 2, shape[3] // 2)).astype(dtype)
+    g[0, 1, 0, 0] = np.inf  # reaches only the winner: the others stay 0, not NaN
+    tx, nx = torch.tensor(x, requires_grad=True), ng.tensor(x, requires_grad=True)
+    want = torch.nn.functional.max_pool2d(tx, 2)
+    got = F.max_pool2d(nx, 2)
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    want.backward(torch.tensor(g))
+    got.backward(ng.tensor(g))
+    np.testing.assert_array_equal(nx.grad.numpy(), tx.grad.numpy())

@@ -152,7 +152,7 @@ class Program:
                 recorder.add(_step_name(kind, obj), "kernel", t0)
             for v in drops:  # past its last use: its memory can go (a backward that
                 env.pop(v, None)  # recomputes a checkpointed region holds one block at once)
-        return [_ready(env[v]).reshape(shape) if not shape else env[v].reshape(shape)
+        return [_ready(env[v]).reshape(shape) if not shape else _shaped(env[v], shape)
                 for v, shape in self._outputs]
 
 
@@ -187,6 +187,12 @@ def late_compile(program, what, build):
     import numgrad.compiler.progress as progress
     with progress.compiling(program.graph.name, what):
         return build()
+
+
+def _shaped(a, shape):
+    # Not a view when the shape is right already: the engine then takes a gradient output
+    # as ``.grad`` without copying it (it copies a view, whose base another may hold).
+    return a if a.shape == shape else a.reshape(shape)
 
 
 def _ready(a):
