@@ -14,16 +14,6 @@ from numgrad.errors import TracingError
 from numgrad.compiler.plan_cache import DEFAULT_MAX_PLANS
 from numgrad.compiler.jit_function import CompiledFunction
 from numgrad.compiler.transforms import grad, value_and_grad
-from numgrad.ops import recurrent as _recurrent
-
-
-def _lstm_step_kernels(dtype):
-    # ops.recurrent's slot (docs/architecture.md): Numba loads on the first LSTM layer run
-    from numgrad.compiler.backends.cpu import lstm_steps
-    return lstm_steps.kernels(dtype)
-
-
-_recurrent.step_kernels = _lstm_step_kernels
 
 
 def jit(fn: Callable | None = None, *, device=None, parallel="auto", fastmath: bool = False,

@@ -326,9 +326,9 @@ def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
     flattened into one array (the rule takes them apart as views). ``g[2:]`` (the gate
     slots) is not read: see the block comment above.
 
-    Everything that does not depend on the running ``(dh, dc)`` is computed for all steps at
-    once before the loop (the gate derivatives and their products with the saved values),
-    so a step is a few NumPy calls at the batch's size and one matmul."""
+    A step is one matmul and the gate arithmetic, as one compiled call (``step_kernels``) or,
+    without one, a few NumPy calls at the batch's size after everything that does not depend
+    on the running ``(dh, dc)`` was computed for all steps at once (``_bptt_numpy``)."""
     t_len, batch, hidden = y.shape[1:]
     dt = y.dtype
     sizes = (t_len * batch * 4 * hidden, batch * hidden, batch * hidden, w_hh.size)

@@ -223,3 +223,18 @@ def test_compiled_steps_take_a_broadcast_initial_cell_state():
     got = R._np_lstm_layer(gi, h0, c0, w, False)
     np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got[1, -1], want[2].numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_eager_numgrad_gets_the_compiled_steps_without_loading_numba_early():
+    # The package root fills the slot; Numba and the compiler load at the first layer run.
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, numgrad\n"
+            "from numgrad.ops import recurrent as R\n"
+            "before = 'numba' in sys.modules\n"
+            "a = np.zeros((2, 3), np.float32)\n"
+            "print(before, R._compiled_steps(a) is not None, 'numba' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True", "True"]

@@ -49,31 +49,39 @@ def _forward(f_y, f_gi, t, f_cp):
             y[0, t, b, j] = o * vm.tanh(c)
 
 
-@numba.njit(nogil=True)
-def _backward(f_y, f_g, t, f_cp, f_dh, f_dc, f_dgi, c_grad):
-    """Step ``t`` backwards: from the gradient reaching ``h`` (``dh`` plus the outside
-    ``g[0, t]``) and ``c`` (``dc``, plus ``g[1, t]`` where ``c_grad``), the gate
-    pre-activations' gradient ``dgi[t]``; ``dc`` becomes the previous ``c``'s share."""
-    noalias_args()
-    y, g, cp, dh, dc, dgi = f_y, f_g, f_cp, f_dh, f_dc, f_dgi
-    batch, hidden = dh.shape
-    for b in range(batch):
-        for j in range(hidden):
-            dhv = dh[b, j] + g[0, t, b, j]
-            dcv = dc[b, j]
-            if c_grad:
-                dcv += g[1, t, b, j]
-            tc = vm.tanh(y[1, t, b, j])
-            i = y[2, t, b, j]
-            f = y[3, t, b, j]
-            gg = y[4, t, b, j]
-            o = y[5, t, b, j]
-            dcv += dhv * o * (1 - tc * tc)
-            dgi[t, b, 0, j] = dcv * gg * i * (1 - i)
-            dgi[t, b, 1, j] = dcv * cp[b, j] * f * (1 - f)
-            dgi[t, b, 2, j] = dcv * i * (1 - gg * gg)
-            dgi[t, b, 3, j] = dhv * tc * o * (1 - o)
-            dc[b, j] = dcv * f
+def _make_backward(one):
+    # ``one`` is the dtype's 1, a constant of the loop: an int literal would promote a
+    # float32 ``1 - x`` to float64 (Numba types scalars as NumPy does), which ran the loop
+    # at half the vector width (0.43 against 0.36 ms for 35 steps) and rounded unlike torch.
+    @numba.njit(nogil=True)
+    def _backward(f_y, f_g, t, f_cp, f_dh, f_dc, f_dgi, c_grad):
+        """Step ``t`` backwards: from the gradient reaching ``h`` (``dh`` plus the outside
+        ``g[0, t]``) and ``c`` (``dc``, plus ``g[1, t]`` where ``c_grad``), the gate
+        pre-activations' gradient ``dgi[t]``; ``dc`` becomes the previous ``c``'s share."""
+        noalias_args()
+        y, g, cp, dh, dc, dgi = f_y, f_g, f_cp, f_dh, f_dc, f_dgi
+        batch, hidden = dh.shape
+        for b in range(batch):
+            for j in range(hidden):
+                dhv = dh[b, j] + g[0, t, b, j]
+                dcv = dc[b, j]
+                if c_grad:
+                    dcv += g[1, t, b, j]
+                tc = vm.tanh(y[1, t, b, j])
+                i = y[2, t, b, j]
+                f = y[3, t, b, j]
+                gg = y[4, t, b, j]
+                o = y[5, t, b, j]
+                dcv += dhv * o * (one - tc * tc)
+                dgi[t, b, 0, j] = dcv * gg * i * (one - i)
+                dgi[t, b, 1, j] = dcv * cp[b, j] * f * (one - f)
+                dgi[t, b, 2, j] = dcv * i * (one - gg * gg)
+                dgi[t, b, 3, j] = dhv * tc * o * (one - o)
+                dc[b, j] = dcv * f
+    return _backward
+
+
+_BUILT: dict = {}
 
 
 def kernels(dtype):
@@ -83,6 +91,10 @@ def kernels(dtype):
     >>> kernels(np.dtype(np.float16)) is None
     True
     """
-    if np.dtype(dtype) not in (np.float32, np.float64):
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
         return None
-    return _forward, _backward
+    steps = _BUILT.get(dtype)
+    if steps is None:
+        steps = _BUILT[dtype] = (_forward, _make_backward(dtype.type(1)))
+    return steps
