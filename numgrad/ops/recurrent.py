@@ -270,13 +270,21 @@ def _compiled_steps(*arrays):
     return step_kernels(arrays[0].dtype)
 
 
+def _batch_state(c, batch, hidden):
+    # The compiled loops read a C-contiguous (B, H) state; a broadcast one (an expanded
+    # zero state) is copied, not passed as a read-only view (another Numba specialization).
+    if c.shape == (batch, hidden) and c.flags.c_contiguous:
+        return c
+    return np.array(np.broadcast_to(c, (batch, hidden)), order="C")
+
+
 def _lstm_layer_compiled(steps, gi, h0, c0, w_hh, reverse):
     t_len, batch, hidden = gi.shape[0], gi.shape[1], h0.shape[-1]
     dt = gi.dtype
     y = np.empty((6, t_len, batch, hidden), dt)
     w4 = w_hh.reshape(4, hidden, hidden).transpose(0, 2, 1).copy()
     gi4 = np.ascontiguousarray(gi).reshape(t_len, batch, 4, hidden)
-    h, c = h0, np.ascontiguousarray(np.broadcast_to(c0, (batch, hidden)))
+    h, c = h0, _batch_state(c0, batch, hidden)
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
         np.matmul(h, w4, out=y[2:, t])  # h @ w_hh.T, one (B, H) block per gate slot
         steps[0](y, gi4, t, c)
@@ -367,7 +375,7 @@ def _bptt_compiled(backward, g, y, c0, w_hh, d_gi, reverse):
     dt = y.dtype
     g = np.ascontiguousarray(g, dt)
     y = np.ascontiguousarray(y)
-    c0 = np.ascontiguousarray(np.broadcast_to(c0, (batch, hidden)))
+    c0 = _batch_state(c0, batch, hidden)
     dh4, dc = np.zeros((4, batch, hidden), dt), np.zeros((batch, hidden), dt)
     c_grad = g[1].reshape(t_len, -1).any(1).tolist()  # (c_n, as a rule: one step of all)
     w4 = np.ascontiguousarray(w_hh).reshape(4, hidden, hidden)
