@@ -252,9 +252,9 @@ gru_cell.defvjp(_gru_rule(0, _gru_grad_gi), _gru_rule(1, _gru_grad_gh),
 # values, not results: no rule reads them as a differentiable tensor (the create_graph form
 # recomputes the gates in ops), so the gradient reaching them is zero and the kernel skips it.
 #
-# A step's cost is one small BLAS product plus NumPy calls of the batch's size (a microsecond
-# or two each, more where a view is strided), so the kernels keep the calls per step few and
-# their operands contiguous where they can.
+# A step's cost is one small BLAS product plus its gate arithmetic: one compiled loop where
+# the compiler supplies one (``step_kernels``), else NumPy calls of the batch's size (a
+# microsecond or two each, more where a view is strided), kept few and contiguous.
 _HALF = (0.5, 0.5, 1.0, 0.5)  # per gate: sigmoid(x) = (1 + tanh(x / 2)) / 2 for i, f, o
 
 # A slot the compiler fills (``compiler.backends.cpu.lstm_steps.kernels``; ops cannot import
