@@ -85,6 +85,19 @@ def _window_loops_loader(source):
 _window_kernels.load_module = _window_loops_loader
 
 
+def _lstm_step_kernels(dtype):
+    # ops.recurrent's LSTM layer runs its steps' gate arithmetic as the CPU backend's compiled
+    # loops (vectorised vector math, in the compiler room): joined here, like the CUDA
+    # runtime's compiler, so the compiler and Numba load on the first layer run, not before.
+    from numgrad.compiler.backends.cpu import lstm_steps
+    return lstm_steps.kernels(dtype)
+
+
+from numgrad.ops import recurrent as _recurrent  # noqa: E402
+
+_recurrent.step_kernels = _lstm_step_kernels
+
+
 def __getattr__(name):
     # The compiler is the room above eager numgrad: import it (and Numba) only when asked.
     if name in ("jit", "grad", "value_and_grad", "CompiledFunction"):

@@ -189,3 +189,52 @@ def test_saturated_gates_float32():
     for k, (want, got) in enumerate(zip(*results)):
         assert np.isfinite(got).all(), k
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"result {k}")
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_steps_match_numpy_steps(dtype, reverse, monkeypatch):
+    # The layer kernels' two step forms: one compiled loop a step (the compiler fills
+    # step_kernels) and the NumPy calls they replace (the slot empty). Outside gradients at
+    # every h, at one c only, and none at the gate slots, as the rules send them.
+    t_len = 4
+    gi, h0, c0, w = [a.astype(dtype) for a in
+                     _inputs([(t_len, B, 4 * H), (B, H), (B, H), (4 * H, H)], 10)]
+    g = np.zeros((6, t_len, B, H), dtype)
+    g[0], g[1, 0 if reverse else -1] = _inputs([(t_len, B, H), (B, H)], 11)
+    assert R._compiled_steps(gi, h0, c0, w) is not None
+    results = []
+    for slot in (R.step_kernels, None):
+        monkeypatch.setattr(R, "step_kernels", slot)
+        y = R._np_lstm_layer(gi, h0, c0, w, reverse)
+        results.append((y, R._np_lstm_layer_grad(g, y, h0, c0, w, reverse)))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for got, want in zip(*results):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_compiled_steps_take_a_broadcast_initial_cell_state():
+    # c0 arrives as a strided or broadcast array (an expanded zero state): the compiled
+    # loop reads a contiguous (B, H) copy, and the NumPy step broadcasts.
+    gi, h0, w = _inputs([(T, B, 4 * H), (B, H), (4 * H, H)], 12)
+    c0 = np.broadcast_to(_inputs([(H,)], 13)[0], (B, H))
+    want = _torch_lstm_sequence(*[torch.tensor(np.array(a)) for a in (gi, h0, c0, w)], False)
+    got = R._np_lstm_layer(gi, h0, c0, w, False)
+    np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[1, -1], want[2].numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_eager_numgrad_gets_the_compiled_steps_without_loading_numba_early():
+    # The package root fills the slot; Numba and the compiler load at the first layer run.
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, numgrad\n"
+            "from numgrad.ops import recurrent as R\n"
+            "before = 'numba' in sys.modules\n"
+            "a = np.zeros((2, 3), np.float32)\n"
+            "print(before, R._compiled_steps(a) is not None, 'numba' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True", "True"]
