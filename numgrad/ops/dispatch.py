@@ -37,6 +37,7 @@ import numgrad.ops.late as _late
 import numgrad.ops.views as _views
 
 _ndarray = np.ndarray
+_generic = np.generic
 _make = Tensor._make
 _new = object.__new__
 BROADCASTING = ("elementwise", "compare")  # kinds whose operands dispatch broadcasts
@@ -279,9 +280,11 @@ def _build_fast(prim):
         finally:
             if token is not None:
                 _reset_fp(token)
-        if type(out) is _ndarray or hasattr(out, "_ng_device"):
+        if type(out) is _ndarray:
             return out
-        return np.asarray(out)
+        if isinstance(out, _generic):  # a full reduction's NumPy scalar (no hasattr miss)
+            return np.asarray(out)
+        return out if hasattr(out, "_ng_device") else np.asarray(out)
 
     def unary(args, params):
         if len(args) != 1:
