@@ -35,6 +35,7 @@ from numgrad.grad_mode import is_grad_enabled, _state as _grad_state
 from numgrad.tensor import Tensor
 from numgrad.size import broadcast_shapes  # noqa: F401  (ops.broadcast_shapes)
 import numgrad.ops.late as _late
+import numgrad.malloc_tuning as _malloc_tuning
 import numgrad.ops.views as _views
 
 _ndarray = np.ndarray
@@ -55,6 +56,19 @@ try:
     _set_fp, _reset_fp = _extobj_contextvar.set, _extobj_contextvar.reset
 except ImportError:  # a NumPy that keeps it elsewhere: the public, slower spelling
     _set_fp = None
+
+
+# Whether eager mode has yet to make an array of ``malloc_tuning.EAGER_LARGE`` bytes: the
+# first one sets glibc's thresholds (``malloc_tuning.tune``, once per process; the
+# NUMGRAD_MALLOC_TUNING flag opts out), as the first compile does.
+_untuned = True
+_LARGE = _malloc_tuning.EAGER_LARGE
+
+
+def _tune_malloc():
+    global _untuned
+    _untuned = False
+    _malloc_tuning.tune()
 
 
 def run_impl(prim, datas, params):
@@ -87,7 +101,11 @@ def evaluate(prim, datas, params):
             _reset_fp(token)
     else:
         out = run_impl(prim, datas, params)
-    if type(out) is _ndarray or hasattr(out, "_ng_device"):  # a device payload (to_device)
+    if type(out) is _ndarray:
+        if _untuned and out.nbytes >= _LARGE:
+            _tune_malloc()
+        return out
+    if hasattr(out, "_ng_device"):  # a device payload (to_device)
         return out
     return np.asarray(out)
 
@@ -282,6 +300,8 @@ def _build_fast(prim):
             if token is not None:
                 _reset_fp(token)
         if type(out) is _ndarray:
+            if _untuned and out.nbytes >= _LARGE:
+                _tune_malloc()
             return out
         if isinstance(out, _generic):  # a full reduction's NumPy scalar (no hasattr miss)
             return np.asarray(out)

@@ -1,5 +1,5 @@
 """Process settings numgrad makes once: glibc's mmap/trim thresholds at the first
-compile (backends.cpu.malloc), and libgomp's spin count while Numba loads its threading
+compile (malloc_tuning), and libgomp's spin count while Numba loads its threading
 layer before the first parallel kernel (backends.cpu.omp). Each has an opt-out variable.
 Run in fresh processes, since the settings are per process."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 4)
 SCRIPT = r"""
 import numpy as np
 import numgrad as ng
-from numgrad.compiler.backends.cpu import malloc
+import numgrad.malloc_tuning as malloc
 before = malloc._done
 f = ng.jit(lambda x: (x * 2).sum())
 f(ng.tensor(np.ones(3)))
@@ -53,7 +53,7 @@ def _has_mallopt():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_tune_reports_whether_mallopt_took_the_settings(monkeypatch):
-    from numgrad.compiler.backends.cpu import malloc
+    import numgrad.malloc_tuning as malloc
     monkeypatch.setattr(malloc, "_done", False)
     monkeypatch.delenv("NUMGRAD_MALLOC_TUNING", raising=False)
     import ctypes
