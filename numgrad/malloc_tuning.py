@@ -8,7 +8,7 @@ both start low and rise only as large blocks are freed, up to 32 MiB and 64 MiB.
 then every call touches fresh pages, and page faults can take as long as the kernels
 (docs/design-notes.md, "malloc thresholds"). ``tune()`` sets the two thresholds to those
 maxima once, when numgrad compiles its first plan or an eager op first makes an array of
-``EAGER_LARGE`` bytes or more (``ops.dispatch``; an eager LeNet step took 2,500-3,200 page
+``EAGER_LARGE`` bytes or more (``ops.dispatch``; an eager LeNet step took 2,500-3,300 page
 faults without it): the state glibc itself reaches after freeing one 32 MiB block, so
 nothing unusual, only reached at once. A process of small tensors only is left alone.
 

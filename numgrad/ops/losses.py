@@ -135,11 +135,6 @@ def _largest_unsigned(target):
 _UNSIGNED = {np.dtype(np.int64): np.dtype(np.uint64), np.dtype(np.int32): np.dtype(np.uint32)}
 
 
-# ``plain`` (a param of both rows, settled by ``nll_loss`` from one pass over the targets):
-# every sample counts with weight 1 (no class weights, every target a class, none
-# ``ignore_index``), the usual batch; the kernels then skip the masks and the weight gathers
-# and give the general path's bits. The targets are saved by the node, so an in-place change
-# to them before the backward is an error, not a stale ``plain``.
 def _rows(n):
     """``np.arange(n)``, made once per ``n`` and read-only (the row index of every pick)."""
     a = _ROWS.get(n)
@@ -152,6 +147,11 @@ def _rows(n):
 _ROWS = {}
 
 
+# ``plain`` (a param of both rows, settled by ``nll_loss`` from one pass over the targets):
+# every sample counts with weight 1 (no class weights, every target a class, none
+# ``ignore_index``), the usual batch; the kernels then skip the masks and the weight gathers
+# and give the general path's bits. The targets are saved by the node, so an in-place change
+# to them before the backward is an error, not a stale ``plain``.
 def _nll(x, target, weight, ignore_index, reduction, plain):
     if plain:  # the bits of the general path, with w = 1
         loss = -x[_rows(len(target)), target]
