@@ -58,7 +58,7 @@ FLAGS = {f.name: f for f in (
     Flag(name="NUMGRAD_LIGHT_LOAD", type=bool, default=True,
          doc="load cached kernels without Numba's whole-registry refresh"),
     Flag(name="NUMGRAD_MALLOC_TUNING", type=bool, default=True,
-         doc="set glibc malloc's thresholds before the first compile"),
+         doc="set glibc malloc's thresholds before the first compile or large eager array"),
     Flag(name="NUMGRAD_OMP_TUNING", type=bool, default=True,
          doc="set libgomp's spin count before Numba's threads start"),
     Flag(name="NUMGRAD_PROGRESS", type=bool, default=True,

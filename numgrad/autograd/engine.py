@@ -370,9 +370,17 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
     _set_enabled(create_graph)
     push, pop = heapq.heappush, heapq.heappop
     _with_inputs.append(targets is not None)
+    # A chain (one node ready after another, nothing else waiting) skips the heap: the one
+    # node made ready while none waits is the one the heap would give next.
+    chained = None
     try:
-        while ready:
-            node = pop(ready)[2]
+        while True:
+            if chained is not None:
+                node, chained = chained, None
+            elif ready:
+                node = pop(ready)[2]
+            else:
+                break
             buf = buffers.pop(node, None) or [None] * node.num_outputs
             if type(node) is AccumulateGrad:
                 g = buf[0]
@@ -434,6 +442,12 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
                         cbuf[cnr] = _add(cbuf[cnr], g)
                 deps[child] = left - 1
                 if left == 1:
+                    if chained is None and not ready:
+                        chained = child
+                        continue
+                    if chained is not None:
+                        push(ready, (_priority(chained), chained._seq, chained))
+                        chained = None
                     seq = child._seq
                     push(ready, (_ACC_FIRST if type(child) is AccumulateGrad else -seq, seq, child))
     finally:

@@ -69,6 +69,11 @@ class Node:
     def apply(self, grads):
         raise NotImplementedError
 
+    @staticmethod
+    def _as_saved(entry):
+        """An entry of ``_saved`` as a ``SavedTensor`` (``as_saved_tensor``; for pictures)."""
+        return as_saved_tensor(entry)
+
     def __call__(self, *grads):
         n = self.num_outputs
         if len(grads) != n:
@@ -277,6 +282,24 @@ class SavedTensor:
         self._tensor = None
         self._data = None
         self._packed = None
+
+
+def as_saved_tensor(s):
+    """``s``, an entry of an eager node's ``_saved``, as a ``SavedTensor`` (for pictures):
+    ``ops.dispatch.record`` keeps a saved input as ``(tensor, version)`` and, once freed, a
+    weak reference to it."""
+    if type(s) is tuple:
+        t, version = s
+        out = object.__new__(SavedTensor)
+        out._tensor, out._data, out._vc, out._version = t, None, t._vc, version
+        out._freed, out._packed, out._was = False, None, None
+        return out
+    if type(s) is weakref.ReferenceType:
+        out = object.__new__(SavedTensor)
+        out._tensor = out._data = out._vc = out._packed = None
+        out._freed, out._was = True, s
+        return out
+    return s
 
 
 class SavedParam:

@@ -27,11 +27,10 @@ def saved_attribute(node, name: str):
         key = "out"
     elif key in _ALIASES and _ALIASES[key] < len(inputs):
         key = inputs[_ALIASES[key]]
-    saved = node._saved.get(key)
-    if saved is not None:
-        if isinstance(saved, list):
-            return tuple(s.unpack(node) for s in saved)
-        return saved.unpack(node)
+    if node._saved.get(key) is not None:
+        # unpacked as the node's backward unpacks it (a version check, hooks, freed)
+        value = node._kwargs((key,))[key]
+        return tuple(value) if isinstance(value, list) else value
     if key in node._params:
         return node._params[key]
     raise AttributeError(f"'{node.name()}' object has no attribute '{name}'")

@@ -119,6 +119,10 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     """``nll_loss(log_softmax(input, 1), target)``; ``target`` may also be class probabilities."""
     if label_smoothing > 1.0:  # PyTorch checks only the upper end (a negative one runs)
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if weight is None and not label_smoothing:  # the usual call, as two nodes at once
+        fused = _losses.cross_entropy(input, target, ignore_index, reduction)
+        if fused is not None:
+            return fused
     dim = 1 if input.ndim > 1 else 0
     logp = log_softmax(input, dim)
     if isinstance(target, Tensor) and target.dtype.is_floating_point:

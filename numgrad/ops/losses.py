@@ -135,6 +135,18 @@ def _largest_unsigned(target):
 _UNSIGNED = {np.dtype(np.int64): np.dtype(np.uint64), np.dtype(np.int32): np.dtype(np.uint32)}
 
 
+def _rows(n):
+    """``np.arange(n)``, made once per ``n`` and read-only (the row index of every pick)."""
+    a = _ROWS.get(n)
+    if a is None:
+        a = _ROWS[n] = np.arange(n)
+        a.flags.writeable = False
+    return a
+
+
+_ROWS = {}
+
+
 # ``plain`` (a param of both rows, settled by ``nll_loss`` from one pass over the targets):
 # every sample counts with weight 1 (no class weights, every target a class, none
 # ``ignore_index``), the usual batch; the kernels then skip the masks and the weight gathers
@@ -142,10 +154,10 @@ _UNSIGNED = {np.dtype(np.int64): np.dtype(np.uint64), np.dtype(np.int32): np.dty
 # to them before the backward is an error, not a stale ``plain``.
 def _nll(x, target, weight, ignore_index, reduction, plain):
     if plain:  # the bits of the general path, with w = 1
-        loss = -x[np.arange(len(target)), target]
+        loss = -x[_rows(len(target)), target]
         if reduction == "none":
             return loss
-        total = loss.sum()
+        total = np.add.reduce(loss)  # (ndarray.sum's Python wrapper costs ~0.5 us)
         return total if reduction == "sum" else total / x.dtype.type(len(target))
     keep, idx, w = _picked(target, weight, ignore_index)
     loss = -(x[np.arange(len(idx)), idx] * w)
@@ -160,7 +172,7 @@ def _nll(x, target, weight, ignore_index, reduction, plain):
 def _nll_backward(g, target, weight, x_shape, ignore_index, reduction, plain):
     if plain:
         out = np.zeros(x_shape, g.dtype)
-        out[np.arange(len(target)), target] = (
+        out[_rows(len(target)), target] = (
             -g if reduction != "mean" else -g / g.dtype.type(len(target)))
         return out
     keep, idx, w = _picked(target, weight, ignore_index)
@@ -207,6 +219,10 @@ def nll_loss(x: Tensor, target: Tensor, weight, ignore_index: int, reduction: st
     if (not fused(x, weight) or x.ndim != 2 or reduction not in REDUCTIONS
             or type(target._data) is not _ndarray or target._data.shape != x._data.shape[:1]):
         return None
+    return _nll_loss(x, target, weight, ignore_index, reduction)
+
+
+def _nll_loss(x, target, weight, ignore_index, reduction):
     n, c = x._data.shape
     ignore_index = int(ignore_index)
     ones = weight is None
@@ -226,6 +242,30 @@ def nll_loss(x: Tensor, target: Tensor, weight, ignore_index: int, reduction: st
         plain = False
     return nll_loss_p(x, target, weight, ignore_index=ignore_index, reduction=reduction,
                       plain=plain)
+
+
+_INT64 = np.dtype(np.int64)
+
+
+def cross_entropy(x: Tensor, target, ignore_index: int, reduction: str):
+    """``cross_entropy`` of logits ``x`` (N, C) and int64 class indices ``target`` (N,), with
+    no class weights or smoothing: ``nll_loss(log_softmax(x, 1))`` as torch records it (an
+    ``NllLossBackward0`` over a ``LogSoftmaxBackward0``), each input checked once; None where
+    ``nn.functional.cross_entropy``'s general path must run.
+
+    >>> cross_entropy(ng.tensor([[0., 0.]]), ng.tensor([1]), -100, "mean")
+    tensor(0.6931)
+    """
+    if tracing_hook.capture is not None or not isinstance(x, Tensor):
+        return None
+    d = x._data
+    if (type(d) is not _ndarray or d.ndim != 2 or d.dtype.kind != "f" or not d.size
+            or not isinstance(target, Tensor) or reduction not in REDUCTIONS):
+        return None
+    t = target._data
+    if type(t) is not _ndarray or t.dtype != _INT64 or t.shape != d.shape[:1]:
+        return None
+    return _nll_loss(log_softmax_p(x, dim=1), target, None, ignore_index, reduction)
 
 
 # ----------------------------------------------------------------- mse_loss

@@ -55,6 +55,8 @@ def _saved(node):
     if isinstance(saved, dict):
         for s in saved.values():
             for one in s if isinstance(s, list) else [s]:
+                # (an eager node keeps a saved input as (tensor, version): Node._as_saved)
+                one = node._as_saved(one) if hasattr(node, "_as_saved") else one
                 if not hasattr(one, "_vc"):  # a saved index (autograd.graph.SavedParam)
                     out.append((None, "freed" if one._freed else "index", False))
                     continue

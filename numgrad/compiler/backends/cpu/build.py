@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numgrad.compiler.progress as _progress
 from numgrad.compiler.backends.cpu import cache as _cache
-from numgrad.compiler.backends.cpu import malloc as _malloc
+import numgrad.malloc_tuning as _malloc
 from numgrad.compiler.backends.cpu import omp as _omp
 from numgrad.compiler.backends.cpu.llvm import kernel as _llvm_kernel
 from numgrad.compiler.backends.cpu.program import Program, first_line

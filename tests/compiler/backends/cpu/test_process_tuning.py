@@ -1,6 +1,6 @@
 """Process settings numgrad makes once: glibc's mmap/trim thresholds at the first
-compile (backends.cpu.malloc), and libgomp's spin count while Numba loads its threading
-layer before the first parallel kernel (backends.cpu.omp). Each has an opt-out variable.
+compile or large eager array (malloc_tuning), and libgomp's spin count while Numba loads its
+threading layer before the first parallel kernel (backends.cpu.omp). Each has an opt-out variable.
 Run in fresh processes, since the settings are per process."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 4)
 SCRIPT = r"""
 import numpy as np
 import numgrad as ng
-from numgrad.compiler.backends.cpu import malloc
+import numgrad.malloc_tuning as malloc
 before = malloc._done
 f = ng.jit(lambda x: (x * 2).sum())
 f(ng.tensor(np.ones(3)))
@@ -23,12 +23,12 @@ print(before, malloc._done, malloc.tune(), malloc.applied)
 """
 
 
-def _run(env_value):
+def _run(env_value, script=SCRIPT):
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("NUMGRAD_MALLOC_TUNING", None)
     if env_value is not None:
         env["NUMGRAD_MALLOC_TUNING"] = env_value
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=REPO,
+    out = subprocess.run([sys.executable, "-c", script], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout.split()
@@ -51,9 +51,31 @@ def _has_mallopt():
         return False
 
 
+EAGER_SCRIPT = r"""
+import sys
+import numpy as np
+import numgrad as ng
+import numgrad.malloc_tuning as m
+small = ng.tensor(np.ones(10, np.float32), requires_grad=True)
+(small * 2).sum().backward()
+after_small = m._done
+big = ng.tensor(np.ones(m.EAGER_LARGE // 4, np.float32))
+(big + 1)
+print(after_small, m._done, m.applied, "numgrad.compiler" in sys.modules)
+"""
+
+
+def test_first_large_eager_array_tunes_once_unless_opted_out():
+    # Eager mode alone: not for small tensors, at the first array of EAGER_LARGE bytes,
+    # without importing the compiler.
+    glibc = sys.platform.startswith("linux") and _has_mallopt()
+    assert _run(None, EAGER_SCRIPT) == ["False", "True", str(glibc), "False"]
+    assert _run("0", EAGER_SCRIPT) == ["False", "True", "False", "False"]
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_tune_reports_whether_mallopt_took_the_settings(monkeypatch):
-    from numgrad.compiler.backends.cpu import malloc
+    import numgrad.malloc_tuning as malloc
     monkeypatch.setattr(malloc, "_done", False)
     monkeypatch.delenv("NUMGRAD_MALLOC_TUNING", raising=False)
     import ctypes

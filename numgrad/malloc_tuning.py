@@ -1,13 +1,16 @@
-"""backends.cpu.malloc: start glibc's malloc where it ends up anyway in array-heavy processes.
+"""malloc_tuning: start glibc's malloc where it ends up anyway in array-heavy processes.
 
-Room: compiler. A compiled call allocates its outputs (and a kernel its temporaries)
-afresh each time. glibc serves blocks over M_MMAP_THRESHOLD (128 KiB at start) with
+Room: below the ops (imports config only), so eager dispatch and the compiler both reach it.
+A compiled call allocates its outputs (and a kernel its temporaries) afresh each time, and
+an eager op its output. glibc serves blocks over M_MMAP_THRESHOLD (128 KiB at start) with
 mmap, and gives free memory at the top of the heap back to the OS past M_TRIM_THRESHOLD;
 both start low and rise only as large blocks are freed, up to 32 MiB and 64 MiB. Until
 then every call touches fresh pages, and page faults can take as long as the kernels
 (docs/design-notes.md, "malloc thresholds"). ``tune()`` sets the two thresholds to those
-maxima once, when numgrad compiles its first plan: the state glibc itself reaches after
-freeing one 32 MiB block, so nothing unusual, only reached at once.
+maxima once, when numgrad compiles its first plan or an eager op first makes an array of
+``EAGER_LARGE`` bytes or more (``ops.dispatch``; an eager LeNet step took 2,500-3,300 page
+faults without it): the state glibc itself reaches after freeing one 32 MiB block, so
+nothing unusual, only reached at once. A process of small tensors only is left alone.
 
 Blocks over 32 MiB (4M float64 elements) are still mmapped, whatever the threshold:
 32 MiB is glibc's ceiling for it. So ``tune()`` also turns mmap off for malloc
@@ -30,6 +33,7 @@ _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _M_MMAP_MAX = -4
 MMAP_THRESHOLD = 32 << 20  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit
+EAGER_LARGE = 128 << 10  # glibc's starting mmap threshold: the blocks whose pages churn
 
 
 def _trim_threshold():
