@@ -37,7 +37,9 @@ def _no_derivative(g):  # raises at backward, eager or compiled (ops.no_derivati
 
 floor_divide = defop(
     "floor_divide", inputs=("x", "y"), impl=_np_floor_divide, kind="elementwise",
-    lowering="floordiv({0}, {1})", node="NotImplemented", helpers=(H.floordiv,),
+    lowering="floordiv({0}, {1})", node="NotImplemented", helpers=(H.floordiv, H.ffloordiv),
+    scalar=lambda args, dt, params, spell:  # floats: PyTorch's div_floor, integers: NumPy's
+        f"{'ffloordiv' if dt.kind == 'f' else 'floordiv'}({args[0]}, {args[1]})",
     check=_bools,
     api=Api(doc="``input // other``: the quotient rounded down (``torch.floor_divide``,\n"
                 "``jax.numpy.floor_divide``); integers stay integers. Raises RuntimeError for "
