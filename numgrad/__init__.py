@@ -53,6 +53,10 @@ from numgrad.ops.matrices import (det, logdet, inverse, pinverse, matrix_power, 
 from numgrad import linalg
 from numgrad.ops import keywords as _keywords
 _keywords.install(globals())  # out= and axis= on the public functions, as PyTorch's take them
+from numgrad.ops import inplace_functions as _inplace_functions
+_inplace_functions.install_methods(Tensor, globals())  # x.floor_() and the composites' kin
+_inplace_functions.install_shape_methods(Tensor)  # x.unsqueeze_(0), x.t_()
+globals().update(_inplace_functions.functions(Tensor))  # torch.sin_(x) and its family
 
 float = float32  # noqa: A001  (PyTorch spells the default float dtype this way too)
 double = float64

@@ -21,7 +21,12 @@ from numgrad.tensor import Tensor
 # registry rows whose ``api`` says ``out`` (``out_functions``).
 OUT_FUNCTIONS = (
     "matmul", "mm", "mv", "addmm", "baddbmm", "bmm", "cat", "concat", "concatenate", "stack",
-    "sum", "mean", "amax", "amin", "cumsum", "prod", "gather", "index_select", "tril", "triu")
+    "sum", "mean", "amax", "amin", "cumsum", "prod", "gather", "index_select", "tril", "triu",
+    # factories: torch.rand(2, 2, out=c) fills c (the tutorials show it)
+    "rand", "randn", "zeros", "ones", "empty", "full", "arange", "eye", "linspace", "randint",
+    "randperm")
+# Factories given out= and no dtype make out's dtype, as PyTorch's do.
+_FACTORIES = frozenset(OUT_FUNCTIONS[OUT_FUNCTIONS.index("rand"):])
 
 
 def out_functions() -> tuple:
@@ -75,6 +80,8 @@ def write_out(name, fn, args, kwargs, out):
     if is_grad_enabled() and any(t.requires_grad for t in (out, *_tensors_in(args, kwargs))):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
                            "automatic differentiation, but one of the arguments requires grad.")
+    if name in _FACTORIES and kwargs.get("dtype") is None:
+        kwargs = {**kwargs, "dtype": out.dtype}
     with no_grad():
         result = fn(*args, **kwargs)
         want, have = result.dtype, out.dtype
