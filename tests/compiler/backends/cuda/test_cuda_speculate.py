@@ -86,7 +86,8 @@ def test_the_engine_seed_is_never_written_by_a_plan():
     loss.register_hook(poke)
     loss.backward()
     np.testing.assert_array_equal(S.host(x.grad), np.full(W2.xs.shape, 4.0))  # as torch: 2 * (1+1)
-    for seed in [a for k, a in engine._ONES.items() if len(k) == 3]:
+    # (device seeds of values: a meta tensor's seed, made by another test, holds none)
+    for seed in [a for k, a in engine._ONES.items() if len(k) == 3 and hasattr(a, "_ng_host")]:
         assert seed.shape == () or seed.size == 1
         assert float(seed._ng_host().reshape(-1)[0]) == 1.0
 
