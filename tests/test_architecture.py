@@ -335,3 +335,12 @@ def test_one_config_channel():
                         and any(w in t.id for w in ("ENABLE", "DISABLE", "USE_"))
                         for t in n.targets)]
     assert (env, switches) == ([], [])
+
+
+def test_test_file_basenames_are_unique():
+    # tests/ has no packages: pytest imports each file by its basename, so two files of one
+    # name collide (and a Dask worker unpickling a test's function may import the other).
+    names = {}
+    for path in Path(__file__).parent.rglob("test_*.py"):
+        names.setdefault(path.name, []).append(str(path))
+    assert not {n: p for n, p in names.items() if len(p) > 1}
