@@ -199,11 +199,14 @@ def backward_scalar(t, retain_graph=None):
     """``t.backward()`` with no arguments: the common call, with less bookkeeping."""
     node = t.grad_fn
     d = t._data
-    if (node is None or not tracing_hook.concrete(d)
-            or d.size != 1 or not _one_step(node)):
+    if node is None or not tracing_hook.concrete(d) or d.size != 1:
         return backward((t,), None, retain_graph, False, None)
-    _execute_one_step((node, t._output_nr), Tensor._make(_implicit_seed(t)),
-                      bool(retain_graph), False, True)
+    if _one_step(node):
+        _execute_one_step((node, t._output_nr), Tensor._make(_implicit_seed(t)),
+                          bool(retain_graph), False, True)
+    elif (anomaly.enabled or recorder.active or not _execute_plain(
+            (node, t._output_nr), Tensor._make(_implicit_seed(t)), bool(retain_graph))):
+        backward((t,), None, retain_graph, False, None)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
