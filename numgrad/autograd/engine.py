@@ -199,11 +199,14 @@ def backward_scalar(t, retain_graph=None):
     """``t.backward()`` with no arguments: the common call, with less bookkeeping."""
     node = t.grad_fn
     d = t._data
-    if (node is None or not tracing_hook.concrete(d)
-            or d.size != 1 or not _one_step(node)):
+    if node is None or not tracing_hook.concrete(d) or d.size != 1:
         return backward((t,), None, retain_graph, False, None)
-    _execute_one_step((node, t._output_nr), Tensor._make(_implicit_seed(t)),
-                      bool(retain_graph), False, True)
+    if _one_step(node):
+        _execute_one_step((node, t._output_nr), Tensor._make(_implicit_seed(t)),
+                          bool(retain_graph), False, True)
+    elif (anomaly.enabled or recorder.active or not _execute_plain(
+            (node, t._output_nr), Tensor._make(_implicit_seed(t)), bool(retain_graph))):
+        backward((t,), None, retain_graph, False, None)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -335,8 +338,12 @@ def _needed(roots, targets):
 
 
 def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
-    if targets is None and len(roots) == 1 and _one_step(roots[0][0]):
-        return _execute_one_step(roots[0], grads[0], retain_graph, create_graph, accumulate)
+    if targets is None and len(roots) == 1:
+        if _one_step(roots[0][0]):
+            return _execute_one_step(roots[0], grads[0], retain_graph, create_graph, accumulate)
+        if (accumulate and not create_graph and not anomaly.enabled and not recorder.active
+                and type(roots[0][0]) is not AccumulateGrad and _execute_plain(roots[0], grads[0], retain_graph)):
+            return {}
     needed = _needed(roots, targets)
     # Count incoming edges among the nodes we will run.
     deps = {}
@@ -454,6 +461,103 @@ def _execute(roots, grads, retain_graph, create_graph, targets, accumulate):
         _with_inputs.pop()
         _set_enabled(prev)
     return captured
+
+
+def _plain_deps(root):
+    """Each node's count of incoming edges below ``root``, or None where any node has a
+    tensor hook, a node hook or a ``retain_grad`` (the general loop runs those)."""
+    deps = {root: 0}
+    stack = [root]
+    acc = AccumulateGrad
+    while stack:
+        node = stack.pop()
+        if node._pre_hooks is not None or node._retained is not None or (
+                type(node) is acc and node.variable._hooks):
+            return None
+        for child, _ in node.next_functions:
+            if child is None:
+                continue
+            left = deps.get(child)
+            if left is None:
+                deps[child] = 1
+                stack.append(child)
+            else:
+                deps[child] = left + 1
+    return deps
+
+
+def _execute_plain(root, g, retain_graph):
+    """``backward()``'s common case, with the decisions taken once: one root, every leaf
+    accumulated, no graph built, no hook anywhere below the root, no anomaly mode and no
+    profiler. Returns False (having done nothing) where a hook is found: the general loop
+    runs then. Runs the nodes in the general loop's order; a leaf's accumulation, which
+    nothing can observe here, happens as soon as its last gradient arrives."""
+    node, nr = root
+    deps = _plain_deps(node)
+    if deps is None:
+        return False
+    buf = [None] * node.num_outputs
+    buf[nr] = g
+    buffers = {}
+    ready = []
+    push, pop = heapq.heappush, heapq.heappop
+    acc = AccumulateGrad
+    prev = is_grad_enabled()
+    _set_enabled(False)
+    _with_inputs.append(False)
+    try:
+        while True:
+            for g in buf:
+                if g is not None:
+                    break
+            else:
+                g = None
+            if g is not None:
+                outs = node.apply(buf)
+                if not retain_graph:
+                    node._release()
+            else:
+                outs = (None,) * len(node.next_functions)
+            chained = None
+            for (child, cnr), g in zip(node.next_functions, outs):
+                if child is None:
+                    continue
+                left = deps[child] - 1
+                deps[child] = left
+                if g is not None:
+                    cbuf = buffers.get(child)
+                    if cbuf is None:
+                        if left == 0 and type(child) is acc:
+                            _accumulate_into(child.variable, g, False)
+                            continue
+                        cbuf = buffers[child] = [None] * child.num_outputs
+                    if cbuf[cnr] is None:
+                        cbuf[cnr] = g
+                    elif not _added_in_place(cbuf, cnr, g):
+                        cbuf[cnr] = _add(cbuf[cnr], g)
+                if left == 0:
+                    if type(child) is acc:
+                        cbuf = buffers.pop(child, None)
+                        if cbuf is not None:
+                            _accumulate_into(child.variable, cbuf[0], False)
+                    elif chained is None and not ready:
+                        chained = child
+                    else:
+                        if chained is not None:
+                            push(ready, (-chained._seq, chained))
+                            chained = None
+                        push(ready, (-child._seq, child))
+            if chained is not None:
+                node = chained
+            elif ready:
+                node = pop(ready)[1]
+            else:
+                break
+            buf = buffers.pop(node, None) or [None] * node.num_outputs
+    finally:
+        _with_inputs.pop()
+        _set_enabled(prev)
+    return True
 
 
 # Per running backward, innermost last: whether it computes gradients of chosen inputs only
