@@ -280,27 +280,11 @@ def _floordiv_cuda(a, b):
     return a // b
 
 
-def _ffloordiv_cpu(a, b):
+def _ffloordiv(a, b):
     # Floats: PyTorch's div_floor (as NumPy's floor_divide eagerly): the quotient of the
     # exact remainder, so x // -inf is -1 for a positive x and inf // 2 is NaN, where
-    # Numba's np.floor_divide gives -0 and inf.
-    if b == 0:
-        return a / b
-    mod = np.fmod(a, b)
-    div = (a - mod) / b
-    if mod != 0 and (b < 0) != (mod < 0):
-        div -= 1
-    if div == 0:
-        return np.copysign(div, a / b)
-    fl = np.floor(div)
-    if div - fl > 0.5:
-        fl += 1
-    return fl
-
-
-def _ffloordiv_cuda(a, b):
-    # The same rule with CUDA's math (math.floor is an integer in Numba: the fraction's fmod
-    # gives the float floor of a finite div instead).
+    # Numba's np.floor_divide gives -0 and inf. One body for the CPU and CUDA: math.floor is
+    # an integer in Numba, so a finite div's floor is div less its fraction (C's fmod).
     if b == 0:
         return a / b
     mod = math.fmod(a, b)
@@ -322,4 +306,4 @@ def _ffloordiv_cuda(a, b):
 lshift = _h("lshift", _lshift, llvm="numba")
 rshift = _h("rshift", _rshift, llvm="numba")
 floordiv = _h("floordiv", cpu=_floordiv_cpu, cuda=_floordiv_cuda, llvm="numba")
-ffloordiv = _h("ffloordiv", cpu=_ffloordiv_cpu, cuda=_ffloordiv_cuda, llvm="numba")
+ffloordiv = _h("ffloordiv", _ffloordiv, llvm="numba")
