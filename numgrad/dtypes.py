@@ -97,7 +97,7 @@ def promote(dtypes_dims_scalars) -> dtype:
     for d, ndim, is_scalar in dtypes_dims_scalars:
         tier = 2 if is_scalar else (1 if ndim == 0 else 0)
         cur = best[tier]
-        best[tier] = d if cur is None else promote_types(cur, d)
+        best[tier] = d if cur is None or cur is d else promote_types(cur, d)
     result = best[0]
     for tier in (1, 2):
         d = best[tier]

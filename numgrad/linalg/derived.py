@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from numgrad.creation import ones_like
 from numgrad.ops.layout import cat
 from numgrad.ops.decompositions import check_matrix, pinv_p
 from numgrad.ops.elementwise import where
@@ -49,14 +50,10 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     if n <= 1 or x.ndim == 0:
         raise RuntimeError("N must be greater than 1.")
     col = x.unsqueeze(-1)
-    powers = [col * 0 + 1, col]
+    powers = [ones_like(col), col]
     while len(powers) < n:  # products, not pow: the gradient at 0 is finite
         powers.append(powers[-1] * col)
     return cat(powers[:n], -1)
-
-
-def _prod(shape):
-    return math.prod(shape)
 
 
 def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
@@ -68,7 +65,7 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     """
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
-    rows, cols = _prod(A.shape[:ind]), _prod(A.shape[ind:])
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
     if rows != cols:
         raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {cols} != {rows}")
@@ -85,7 +82,7 @@ def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
     if dims is not None:
         moved = [d % A.ndim for d in dims]
         A = A.permute(*[d for d in range(A.ndim) if d not in moved], *moved)
-    rows, cols = _prod(A.shape[:B.ndim]), _prod(A.shape[B.ndim:])
+    rows, cols = math.prod(A.shape[:B.ndim]), math.prod(A.shape[B.ndim:])
     if rows != cols:
         raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[other.ndim:])"
                            f" == prod(self.shape[:other.ndim]), but got {cols} != {rows}")

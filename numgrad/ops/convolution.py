@@ -69,10 +69,10 @@ def _windows_add(g, shape, kernel, stride, dilation, padding):
     # other layouts (a second order's).
     d = np.ascontiguousarray(g.transpose(tuple(range(2, 2 + n)) + (1,)
                                          + tuple(range(2 + n, 2 + 2 * n)) + (0,)))
-    k, st, dl, pd, sp = window_kernels.geometry2d(kernel, stride, dilation, padding, shape[2:])
-    if n == 1:  # one row high: (k, C, o, N) -> (1, k, C, 1, o, N), no padding above
+    k, st, dl, sp = window_kernels.geometry2d(kernel, stride, dilation, shape[2:])
+    pd = (0,) * (2 - n) + tuple(padding)  # a row high has no padding above it
+    if n == 1:  # one row high: (k, C, o, N) -> (1, k, C, 1, o, N)
         d = d.reshape((1,) + d.shape[:2] + (1,) + d.shape[2:])
-        pd = (0, pd[1])
     acc = window_kernels.kernel("windows_add", d.dtype)(d, shape[0], shape[1], *sp, *k, *st, *dl, *pd)
     return np.ascontiguousarray(acc.transpose(3, 0, 1, 2)).reshape(shape)
 

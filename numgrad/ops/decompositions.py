@@ -77,6 +77,13 @@ def _embed(v):
                             dim1=v.ndim - 1, dim2=v.ndim)
 
 
+def eye_like(A):
+    """Identity matrices of ``A``'s batch, dtype and device (outside the graph): ones on the
+    diagonal whatever ``A`` holds (``A * 0 + 1`` would be NaN at an inf or NaN entry)."""
+    from numgrad.creation import ones_like
+    return _embed(ones_like(_diag(A).detach()))
+
+
 def _batch_prefix(shape, i):
     return f"(Batch element {i}): " if len(shape) > 2 else ""
 
@@ -137,13 +144,6 @@ def unpack(t, batch, *shapes, node="view"):
     return out
 
 
-def pack(batch, *parts):
-    """The packed tensor of tensors ``parts`` (the inverse of ``unpack``)."""
-    from numgrad.ops.layout import cat
-    return cat([reshape(p, tuple(batch) + (math.prod(p.shape[len(batch):]),)) for p in parts],
-               -1)
-
-
 def _row(name, **fields):
     """A LAPACK row: its impl maps over the leading dims (``leading_batch``)."""
     return defop(name, leading_batch=True, **fields)
@@ -190,7 +190,8 @@ def _det_vjp(g, A, out):
     if type(out._data) is np.ndarray and out._data.all():
         return scale * mT(inv_p(A))      # eagerly, no singular matrix: the inverse alone
     singular = reshape(out == 0, tuple(out.shape) + (1, 1))
-    ones = _diag(A).detach() * 0 + 1
+    from numgrad.creation import ones_like
+    ones = ones_like(_diag(A).detach())
     regular = scale * mT(inv_p(where(singular, _embed(ones), A)))
     steps = cumsum(ones, -1)                   # 1, 2, ... n (on A's device)
     u, s, vh = unpack(svd_p(where(singular, A, _embed(ones * steps)), full_matrices=False),

@@ -281,7 +281,7 @@ def _mse_grad(g, x, t, reduction):
 mse_loss_p = defop("mse_loss", inputs=("x", "t"), params=("reduction",), impl=_mse,
                    abstract=_reduced, jit=False)
 mse_loss_p.defvjp(lambda g, x, t, reduction: _mse_grad(g, x, t, reduction),
-                  lambda g, x, t, reduction: (t - x) * (_scale(g, x._data.shape, reduction) * 2))
+                  lambda g, x, t, reduction: _mse_grad(g, t, x, reduction))  # one shape
 
 
 def mse_loss(x: Tensor, t: Tensor, reduction: str):

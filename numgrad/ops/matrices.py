@@ -382,7 +382,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     if not isinstance(n, (int, np.integer)):
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
-        return D._embed(D._diag(A) * 0 + 1)
+        return D.eye_like(A)
     if n < 0:
         A, n = D.inv_p(A), -n
     out, base = None, A
@@ -478,7 +478,7 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
             [-0.5000,  1.0000]])
     """
     check_matrix(L, "cholesky_inverse")
-    return cholesky_solve(D._embed(D._diag(L) * 0 + 1), L, upper)
+    return cholesky_solve(D.eye_like(L), L, upper)
 
 
 def matrix_exp(A: Tensor) -> Tensor:

@@ -23,11 +23,12 @@ def movedim(input, source, destination) -> Tensor:
                            f"should contain the same number of dims as destination ({dst} "
                            "dims)")
     n = input.ndim
+    given = {"source": src, "destination": dst}  # PyTorch's message shows them as given
     src = [_dim(d, n) for d in src]
     dst = [_dim(d, n) for d in dst]
     for name, dims in (("source", src), ("destination", dst)):
         if len(set(dims)) != len(dims):
-            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given[name]})")
     order = [None] * n
     for s, d in zip(src, dst):
         order[d] = s

@@ -181,10 +181,9 @@ def _check(x, name):
 def sum(x, dim=None, keepdim=False, dtype=None) -> Tensor:
     """Sum over ``dim`` (an int, a tuple, or None for all) (``torch.sum``, ``jax.numpy.sum``);
     bool and int inputs give int64. Raises IndexError for a dim out of range."""
-    if not isinstance(x, Tensor):
-        _check(x, "sum")
+    _check(x, "sum")
     if dtype is None and dim is None:  # x.sum(), the common call: nothing to normalize
-        return sum_p(x, dim=None, keepdim=keepdim is True or bool(keepdim))
+        return sum_p(x, dim=None, keepdim=bool(keepdim))
     if dtype is not None:
         x = x.to(dtype)
     out = sum_p(x, dim=normalize_dims(dim, x.ndim), keepdim=bool(keepdim))

@@ -249,9 +249,9 @@ def _file_digest(path: str) -> str:
 
 
 def _registered_helpers_digest() -> str:
-    # A kernel calls the helpers of the rows it uses, wherever they are defined: numgrad's own
-    # files beside their rows (ops/trig.py, ops/bitwise.py, ...) and a program's own code
-    # (``ng.ops.register``). A later process, or a later numgrad, that defines a name with
+    # A kernel calls the helpers of the rows it uses, wherever they are defined: numgrad's
+    # own (all in ops/scalar_helpers.py today, which the backend's file list hashes too, but a
+    # row may keep its helper beside it) and a program's own code (``ng.ops.register``). A later process, or a later numgrad, that defines a name with
     # another body must not load the kernel built from the first one, so each helper's file
     # (or, for code without a file, its bytecode) is part of the name too.
     parts = set()
