@@ -278,11 +278,10 @@ def _batch_state(c, batch, hidden):
     return np.array(np.broadcast_to(c, (batch, hidden)), order="C")
 
 
-def _lstm_layer_compiled(steps, gi, h0, c0, w_hh, reverse):
+def _lstm_layer_compiled(steps, gi, h0, c0, w4, reverse):
     t_len, batch, hidden = gi.shape[0], gi.shape[1], h0.shape[-1]
     dt = gi.dtype
     y = np.empty((6, t_len, batch, hidden), dt)
-    w4 = w_hh.reshape(4, hidden, hidden).transpose(0, 2, 1).copy()
     gi4 = np.ascontiguousarray(gi).reshape(t_len, batch, 4, hidden)
     h, c = h0, _batch_state(c0, batch, hidden)
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
@@ -293,10 +292,11 @@ def _lstm_layer_compiled(steps, gi, h0, c0, w_hh, reverse):
 
 
 def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
+    t_len, batch, hidden = gi.shape[0], gi.shape[1], h0.shape[-1]
+    w4 = w_hh.reshape(4, hidden, hidden).transpose(0, 2, 1).copy()  # w_hh.T per gate
     steps = _compiled_steps(gi, h0, c0, w_hh)
     if steps is not None:
-        return _lstm_layer_compiled(steps, gi, h0, c0, w_hh, reverse)
-    t_len, batch, hidden = gi.shape[0], gi.shape[1], h0.shape[-1]
+        return _lstm_layer_compiled(steps, gi, h0, c0, w4, reverse)
     dt = gi.dtype
     y = np.empty((6,) + gi.shape[:-1] + (hidden,), dt)
     # A step's product goes straight into y's four gate slots, one (B, H) block per gate
@@ -304,7 +304,6 @@ def _np_lstm_layer(gi, h0, c0, w_hh, reverse):
     # product), so the activations run over contiguous blocks in place. One tanh activates
     # all four gates: i, f and o through sigmoid(x) = (1 + tanh(x / 2)) / 2, where exp, +1,
     # a reciprocal and a tanh of g over strided views took four calls more per step.
-    w4 = w_hh.reshape(4, hidden, hidden).transpose(0, 2, 1).copy()
     gi_g = np.moveaxis(gi.reshape(t_len, batch, 4, hidden), 2, 0)  # (4, T, B, H) view
     half = np.array(_HALF, dt)[:, None, None]
     shift = (half != 1) * half
@@ -348,11 +347,13 @@ def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
     # state at ``prev``, the first step (``first``) the initial one.
     first, run, prev = (-1, slice(0, -1), slice(1, None)) if reverse else \
         (0, slice(1, None), slice(0, -1))
+    # The steps whose c is used outside the layer (c_n, as a rule: one step of all).
+    c_grad = g[1].reshape(t_len, -1).any(1).tolist()
     steps = _compiled_steps(g, y, h0, c0, w_hh)
     if steps is not None:
-        dh, dc = _bptt_compiled(steps[1], g, y, c0, w_hh, d_gi, reverse)
+        dh, dc = _bptt_compiled(steps[1], g, y, c0, w_hh, d_gi, c_grad, reverse)
     else:
-        dh, dc = _bptt_numpy(g, y, c0, w_hh, d_gi, first, run, prev, reverse)
+        dh, dc = _bptt_numpy(g, y, c0, w_hh, d_gi, c_grad, first, run, prev, reverse)
     parts[1][:] = dh.reshape(-1)
     parts[2][:] = dc.reshape(-1)
     # d w_hh = sum over steps of d_gates_t^T @ h_{t-1}: one matmul over all steps but the
@@ -364,7 +365,7 @@ def _np_lstm_layer_grad(g, y, h0, c0, w_hh, reverse):
     return flat
 
 
-def _bptt_compiled(backward, g, y, c0, w_hh, d_gi, reverse):
+def _bptt_compiled(backward, g, y, c0, w_hh, d_gi, c_grad, reverse):
     """The time loop of ``_np_lstm_layer_grad`` with each step's gate arithmetic one
     compiled call (``step_kernels``): ``(dh, dc)`` of the initial state; fills ``d_gi``.
 
@@ -377,7 +378,6 @@ def _bptt_compiled(backward, g, y, c0, w_hh, d_gi, reverse):
     y = np.ascontiguousarray(y)
     c0 = _batch_state(c0, batch, hidden)
     dh4, dc = np.zeros((4, batch, hidden), dt), np.zeros((batch, hidden), dt)
-    c_grad = g[1].reshape(t_len, -1).any(1).tolist()  # (c_n, as a rule: one step of all)
     w4 = np.ascontiguousarray(w_hh).reshape(4, hidden, hidden)
     d4 = d_gi.transpose(0, 2, 1, 3)  # (T, 4, B, H) view
     first, step = (t_len - 1, 1) if reverse else (0, -1)
@@ -387,7 +387,7 @@ def _bptt_compiled(backward, g, y, c0, w_hh, d_gi, reverse):
     return dh4.sum(0), dc
 
 
-def _bptt_numpy(g, y, c0, w_hh, d_gi, first, run, prev, reverse):
+def _bptt_numpy(g, y, c0, w_hh, d_gi, c_grad, first, run, prev, reverse):
     """The time loop in NumPy calls (no compiled steps for this dtype or device)."""
     t_len, batch, hidden = y.shape[1:]
     dt = y.dtype
@@ -415,8 +415,6 @@ def _bptt_numpy(g, y, c0, w_hh, d_gi, first, run, prev, reverse):
     p[3] *= tc                           # tanh(c) o (1 - o)
     dh, dc = np.zeros_like(c0, dtype=dt), np.zeros_like(c0, dtype=dt)
     tmp = np.empty_like(dh)
-    # The steps whose c is used outside the layer (c_n, as a rule: one step of all).
-    c_grad = g[1].reshape(t_len, -1).any(1).tolist()
     w = np.ascontiguousarray(w_hh)
     for t in (range(t_len) if reverse else range(t_len - 1, -1, -1)):
         dh += g[0, t]
